@@ -1,0 +1,53 @@
+"""What each probe measures, in which unit, and how finely. Pure data: no probe is imported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    name: str
+    #: "bytes", "count" or "seconds": decides which units a budget may be written in.
+    kind: str
+    unit: str
+    #: Total growth over the judged tail below which a slope is not called growth: the
+    #: probe's own granularity (pages for RSS), not a tolerance for leaks.
+    resolution: float
+    #: Module under pytest_membudget.probes that implements the probe.
+    module: str
+    description: str
+
+
+PAGE = 4096
+
+PROBES: dict[str, ProbeInfo] = {
+    p.name: p
+    for p in (
+        ProbeInfo("rss", "bytes", "B", 8 * PAGE, "rss",
+                  "resident set size of the process (all native and Python memory)"),
+        ProbeInfo("uss", "bytes", "B", 8 * PAGE, "rss",
+                  "unique set size: memory that would be freed if the process ended"),
+        ProbeInfo("heap", "bytes", "B", 4096, "heap",
+                  "Python allocations traced by tracemalloc"),
+        ProbeInfo("gc_objects", "count", "objects", 16, "gcobjects",
+                  "objects tracked by the garbage collector"),
+        ProbeInfo("threads", "count", "threads", 1, "osres",
+                  "operating-system threads of the process"),
+        ProbeInfo("fds", "count", "fds", 1, "osres",
+                  "open file descriptors (handles on Windows)"),
+        ProbeInfo("iter_time", "seconds", "s", 0.0, "timing",
+                  "wall time of one iteration of the workload"),
+    )
+}
+
+#: iter_time's resolution is relative: growth below this fraction of the median iteration
+#: time over the judged tail is noise of the machine, not a slowing loop.
+ITER_TIME_RELATIVE_RESOLUTION = 0.10
+
+BUDGET_KINDS = ("slope", "peak", "growth")
+
+
+def register(info: ProbeInfo) -> None:
+    """Add a probe (the CUDA probes register themselves this way)."""
+    PROBES[info.name] = info

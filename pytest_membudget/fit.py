@@ -1,0 +1,115 @@
+"""Pure statistics for memory series: robust slopes, their intervals, and the trend of a run.
+
+Memory series are not independent noise around a line: allocators keep freed memory, caches
+fill and stop, buffers are cleared in a sawtooth, and single iterations spike. The trend is
+therefore judged on the *floors* of consecutive blocks (the minimum of each block), which
+ignores spikes and the teeth of a sawtooth, and only on the second half of the measured
+window, so that growth that has already stopped does not count. The slope through the floors
+is a Theil-Sen slope, and its one-sided bounds come from the order statistics of the pairwise
+slopes (Sen, 1968), which need no assumption about the shape of the noise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Blocks in the judged tail. Six is the fewest for which a perfectly monotone rise is
+#: significant at 99 % one-sided; eight leaves room for one noisy block.
+TAIL_BLOCKS = 8
+#: Fewest samples in the judged tail for a slope to be judged at all.
+MIN_TAIL_SAMPLES = 8
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The trend of one series over the judged tail of a run."""
+
+    slope: float
+    lower: float
+    upper: float
+    late_slope: float
+    tail_start: int
+    tail_span: float
+    growth: float
+    judged: bool
+
+
+def pairwise_slopes(x: FloatArray, y: FloatArray) -> FloatArray:
+    """All slopes (y[j] - y[i]) / (x[j] - x[i]) for i < j with distinct x, sorted."""
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    keep = dx != 0
+    slopes = (y[j][keep] - y[i][keep]) / dx[keep]
+    slopes.sort()
+    return slopes
+
+
+def theil_sen(x: FloatArray, y: FloatArray) -> float:
+    """Median of the pairwise slopes; 0.0 for fewer than two distinct x."""
+    slopes = pairwise_slopes(x, y)
+    return float(np.median(slopes)) if slopes.size else 0.0
+
+
+def sen_bounds(x: FloatArray, y: FloatArray, confidence: float) -> tuple[float, float, float]:
+    """Theil-Sen slope with one-sided lower and upper bounds at ``confidence``.
+
+    The bounds are order statistics of the pairwise slopes whose ranks come from the normal
+    approximation to Kendall's S. Too few points for the requested confidence give infinite
+    bounds, so that nothing is claimed that the data cannot support.
+    """
+    slopes = pairwise_slopes(x, y)
+    count = slopes.size
+    if count == 0:
+        return 0.0, -math.inf, math.inf
+    n = len(x)
+    var_s = n * (n - 1) * (2 * n + 5) / 18.0
+    half_width = NormalDist().inv_cdf(confidence) * math.sqrt(var_s)
+    low_rank = math.floor((count - half_width) / 2.0)  # 1-based rank of the lower bound
+    high_rank = math.ceil((count + half_width) / 2.0) + 1
+    lower = float(slopes[low_rank - 1]) if low_rank >= 1 else -math.inf
+    upper = float(slopes[high_rank - 1]) if high_rank <= count else math.inf
+    return float(np.median(slopes)), lower, upper
+
+
+def block_floors(x: FloatArray, y: FloatArray, blocks: int) -> tuple[FloatArray, FloatArray]:
+    """The lowest point of each of ``blocks`` consecutive, near-equal blocks."""
+    blocks = max(1, min(blocks, len(x)))
+    fx = np.empty(blocks)
+    fy = np.empty(blocks)
+    for k, (bx, by) in enumerate(zip(np.array_split(x, blocks), np.array_split(y, blocks))):
+        at = int(np.argmin(by))
+        fx[k] = bx[at]
+        fy[k] = by[at]
+    return fx, fy
+
+
+def window_growth(y: FloatArray, blocks: int = TAIL_BLOCKS) -> float:
+    """Growth from the start to the end of a window, floor to floor (spikes do not count)."""
+    if len(y) < 2:
+        return 0.0
+    parts = np.array_split(y, max(2, min(blocks, len(y))))
+    return float(parts[-1].min() - parts[0].min())
+
+
+def trend(x: FloatArray, y: FloatArray, confidence: float) -> Trend:
+    """Judge the trend of a measured window (warm-up already excluded)."""
+    n = len(x)
+    growth = window_growth(y)
+    tail_len = max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
+    if tail_len < MIN_TAIL_SAMPLES:
+        slope = theil_sen(x, y) if n >= 2 else 0.0
+        return Trend(slope, -math.inf, math.inf, slope, 0, 0.0, growth, judged=False)
+    tx, ty = x[n - tail_len :], y[n - tail_len :]
+    fx, fy = block_floors(tx, ty, TAIL_BLOCKS)
+    slope, lower, upper = sen_bounds(fx, fy, confidence)
+    late = len(fx) // 2
+    late_slope = theil_sen(fx[late:], fy[late:])
+    span = float(tx[-1] - tx[0])
+    return Trend(slope, lower, upper, late_slope, n - tail_len, span, growth, judged=True)

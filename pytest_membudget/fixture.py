@@ -1,0 +1,113 @@
+"""The ``membudget`` fixture object: run(fn), iterate() and the repeated test body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_membudget.results import BudgetExceeded, MembudgetResult
+from pytest_membudget.spec import BudgetSpec
+
+#: Probes sampled when no budget names any: the cheap ones, for a result to look at.
+DEFAULT_PROBES = ("rss", "gc_objects", "threads", "fds", "iter_time")
+
+
+@dataclass(repr=False)
+class MemBudget:
+    """Runs a workload for the configured iterations, measures it and judges the budgets.
+
+    ``run(fn, *args, **kwargs)`` calls ``fn`` once per iteration; ``for i in iterate(): ...``
+    is the loop form. Both raise :class:`pytest_membudget.BudgetExceeded` when a budget is
+    exceeded and otherwise leave the result in :attr:`result`.
+    """
+
+    test: str
+    spec: BudgetSpec
+    disabled: bool = False
+    result: MembudgetResult | None = None
+    _measurement: Any = field(default=None, repr=False)
+    _loop: Generator[int, None, Any] | None = field(default=None, repr=False)
+    _used: bool = field(default=False, repr=False)
+
+    def run(self, fn: Callable[..., object], *args: object, **kwargs: object) -> MembudgetResult:
+        """Call ``fn(*args, **kwargs)`` for the warm-up and measured iterations, then judge."""
+        __tracebackhide__ = True
+        if not callable(fn):
+            pytest.fail(
+                f"{self.test}: membudget.run() takes the workload to repeat as its first "
+                f"argument, a callable; got {type(fn).__name__} {fn!r:.80}",
+                pytrace=False,
+            )
+        for _ in self.iterate():
+            fn(*args, **kwargs)
+        assert self.result is not None
+        return self.result
+
+    def iterate(self) -> Iterator[int]:
+        """``for i in membudget.iterate(): body`` repeats ``body`` and measures it."""
+        __tracebackhide__ = True
+        self._begin()
+        if self.disabled:
+            yield 0
+            self.result = MembudgetResult(1, 0, "disabled", 0.0, {})
+            return
+        from pytest_membudget.probes import create
+        from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
+
+        names = self.spec.probes or DEFAULT_PROBES
+        probes = {name: create(name, {"device": self.spec.run.device}) for name in names}
+        self._measurement = Measurement(self.spec, probes, capacity_for(self.spec))
+        self._loop = measure(self.spec, probes, self._measurement)
+        yield from self._loop
+        self._loop = None
+        self.result = build_result(self._measurement)
+        if not self.result.passed:
+            from pytest_membudget.report import failure_message
+
+            raise BudgetExceeded(
+                failure_message(self.test, self.result, self.spec.run.confidence), self.result
+            )
+
+    def __repr__(self) -> str:
+        budgets = ", ".join(f"{b.probe}{'' if b.kind == 'slope' else '_' + b.kind}={b.limit:g}"
+                            for b in self.spec.budgets)
+        return f"<membudget {self.test}: {budgets or 'no budgets'}>"
+
+    def reset(self) -> None:
+        """Forget the previous run so that the same test can measure again."""
+        self._close()
+        self.result = None
+        self._measurement = None
+        self._used = False
+
+    # -- plumbing for the plugin ------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self._used:
+            pytest.fail(
+                f"{self.test}: the membudget fixture was already used for a run in this test; "
+                "call membudget.reset() before measuring again (each run is judged on its own)",
+                pytrace=False,
+            )
+        self._used = True
+
+    def _close(self) -> None:
+        """Stop a loop left suspended (the workload raised, or the loop was left early)."""
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+    def partial_result(self) -> MembudgetResult | None:
+        """The samples so far of a run that did not finish."""
+        if self._measurement is None or self.result is not None:
+            return None
+        from pytest_membudget.runner import build_result
+
+        return build_result(self._measurement)
+
+    @property
+    def used(self) -> bool:
+        return self._used

@@ -1,0 +1,179 @@
+"""pytest entry point: each hook delegates; nothing heavy is imported here."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_membudget import settings as _settings
+from pytest_membudget.fixture import MemBudget
+from pytest_membudget.spec import SpecError, build_spec
+
+SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
+STATE_KEY = pytest.StashKey[MemBudget]()
+REPORTS_KEY = pytest.StashKey[list[tuple[str, dict[str, Any]]]]()
+MARKER = "membudget"
+FIXTURE = "membudget"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    _settings.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "membudget(**budgets, iterations='auto', warmup=5): run the test's workload for many "
+        "iterations and fail when a probe's slope, peak or growth exceeds its budget, e.g. "
+        "@pytest.mark.membudget(rss='0', heap='4 KiB/iter', rss_peak='2 GiB')",
+    )
+    config.stash[SETTINGS_KEY] = _settings.resolve(config)
+    config.stash[REPORTS_KEY] = []
+    config.pluginmanager.register(ReportCollector(config), "membudget-reports")
+
+
+def _marker_kwargs(item: pytest.Item) -> dict[str, object] | None:
+    markers = list(item.iter_markers(MARKER))
+    if not markers:
+        return None
+    merged: dict[str, object] = {}
+    for marker in reversed(markers):  # farthest (module, class) first; closest wins
+        if marker.args:
+            raise SpecError(
+                f"the membudget marker takes keyword arguments only, got positional "
+                f"{marker.args!r}; write e.g. membudget(rss=0)"
+            )
+        merged.update(marker.kwargs)
+    return merged
+
+
+def _applies(item: pytest.Item) -> bool:
+    return FIXTURE in getattr(item, "fixturenames", ()) or item.get_closest_marker(MARKER) is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not _applies(item):
+        return
+    config = item.config.stash[SETTINGS_KEY]
+    where = f"in the membudget marker of {item.nodeid}"
+    try:
+        kwargs = _marker_kwargs(item) or {}
+        spec = build_spec(config.run, config.budgets, kwargs, where)
+    except SpecError as exc:
+        pytest.fail(f"{item.nodeid}: {exc}" if item.nodeid not in str(exc) else str(exc),
+                    pytrace=False)
+    if not config.disable:
+        _skip_unavailable(spec.probes, item.nodeid, spec.run.device)
+    item.stash[STATE_KEY] = MemBudget(item.nodeid, spec, disabled=config.disable)
+
+
+def _skip_unavailable(probes: tuple[str, ...], nodeid: str, device: str | None) -> None:
+    from pytest_membudget.probes import create
+
+    for name in probes:
+        reason = create(name, {"device": device}).unavailable()
+        if reason:
+            pytest.skip(f"membudget: {name} budget cannot be measured here: {reason}")
+
+
+@pytest.fixture
+def membudget(request: pytest.FixtureRequest) -> Generator[MemBudget, None, None]:
+    """Run a workload for many iterations and judge its memory budgets."""
+    state = request.node.stash.get(STATE_KEY, None)
+    if state is None:  # requested through getfixturevalue after setup
+        pytest_runtest_setup(request.node)
+        state = request.node.stash[STATE_KEY]
+    yield state
+    state._close()
+    if request.node.get_closest_marker(MARKER) is not None and not state.used:
+        pytest.fail(
+            f"{request.node.nodeid} has a membudget marker and requests the membudget fixture "
+            "but never called membudget.run() or membudget.iterate(): nothing was measured",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A marked test that does not request the fixture is itself the workload."""
+    __tracebackhide__ = True
+    state = pyfuncitem.stash.get(STATE_KEY, None)
+    if state is None or FIXTURE in pyfuncitem.fixturenames:
+        return None
+    function = pyfuncitem.obj
+    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+        pytest.fail(
+            f"{pyfuncitem.nodeid}: the membudget marker cannot repeat an async test body; "
+            "request the membudget fixture and call membudget.run() on a sync workload",
+            pytrace=False,
+        )
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+    state.run(function, **kwargs)
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    state = item.stash.get(STATE_KEY, None)
+    if state is None or call.when != "call":
+        return (yield)
+    result = state.result
+    partial = result is None
+    if partial:
+        result = state.partial_result()
+    data = result.to_dict() if result is not None else None
+    if data is not None:
+        summary = {k: {kk: vv for kk, vv in v.items() if kk not in ("samples", "sample_iterations")}
+                   for k, v in data["probes"].items()}
+        item.user_properties.append(("membudget", json.dumps({
+            "passed": data["passed"], "iterations": data["iterations"], "probes": summary})))
+    report: pytest.TestReport = yield
+    report.membudget = data  # type: ignore[attr-defined]
+    if partial and data is not None and report.failed:
+        from pytest_membudget.report import series_lines
+
+        report.sections.append((
+            "membudget: samples before the error",
+            f"{data['iterations']} measured iterations before the workload raised\n"
+            + "\n".join(series_lines(result)),  # type: ignore[arg-type]
+        ))
+    return report
+
+
+class ReportCollector:
+    """Gathers every budgeted test's results where reports arrive: in the controller under
+    pytest-xdist, since results travel as plain attributes of the reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[tuple[str, dict[str, Any]]] = config.stash[REPORTS_KEY]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "membudget", None)
+        if report.when == "call" and data:
+            self.results.append((report.nodeid, data))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    from pytest_membudget.report import summary_rows, table
+
+    verbosity = config.get_verbosity()
+    if verbosity <= -2:
+        return
+    rows = []
+    for nodeid, data in config.stash.get(REPORTS_KEY, []):
+        if verbosity < 0 and data.get("passed", True):
+            continue
+        rows += summary_rows(nodeid, data)
+    if rows:
+        terminalreporter.write_sep("-", "membudget")
+        for line in table(rows):
+            terminalreporter.write_line(line)

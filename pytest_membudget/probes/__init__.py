@@ -1,0 +1,49 @@
+"""Probes: one reading of one memory source, as cheap as the source allows.
+
+A probe is built once per run, ``start()``-ed before warm-up, read after every sampled
+iteration and ``stop()``-ed at the end, leaving the process as it found it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_membudget.catalog import PROBES
+
+
+class Probe:
+    """Base class: override ``read``; the other hooks are optional."""
+
+    name = ""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+
+    def unavailable(self) -> str | None:
+        """Why this probe cannot run here (the test is skipped with this reason), or None."""
+        return None
+
+    def start(self) -> None:
+        """Before warm-up."""
+
+    def before_window(self) -> None:
+        """After warm-up, right before the first measured sample."""
+
+    def sync(self) -> None:
+        """Before each reading, e.g. wait for queued device work."""
+
+    def read(self) -> float:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """After the last sample, also when the workload raised."""
+
+
+def create(name: str, options: Mapping[str, Any] | None = None) -> Probe:
+    """Instantiate the probe called ``name`` (its module is imported only now)."""
+    info = PROBES[name]
+    module = importlib.import_module(f"pytest_membudget.probes.{info.module}")
+    factory: type[Probe] = module.PROBE_CLASSES[name]
+    return factory(options)

@@ -1,0 +1,255 @@
+"""The measuring loop: warm-up, sampling cadence, gc policy, auto-extension.
+
+The loop is a generator that yields once per iteration; the caller runs the workload between
+yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
+generator, so they measure the same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pytest_membudget.probes import Probe
+from pytest_membudget.spec import BudgetSpec
+from pytest_membudget.attribution import collect as collect_evidence
+from pytest_membudget.attribution import evidence_iterations
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.report import describe_outcome
+from pytest_membudget.results import MembudgetResult, ProbeResult
+from pytest_membudget.verdict import AMBIGUOUS, FAIL, Verdict, judge
+
+#: Share of the workload's time that sampling may take; the sampling stride follows from it.
+SAMPLING_OVERHEAD = 0.05
+#: Fewest samples an auto run aims for in its longest window.
+AUTO_MIN_SAMPLES = 64
+#: Fewest samples a fixed run aims for.
+FIXED_MIN_SAMPLES = 32
+#: Auto runs judge at min_iterations and then each time the window grows by this factor.
+CHECKPOINT_GROWTH = 1.5
+
+
+@dataclass
+class Measurement:
+    """Sample storage, preallocated before the first iteration so that the plugin's own
+    bookkeeping never reads as growth in the probes it feeds."""
+
+    spec: BudgetSpec
+    probes: dict[str, Probe]
+    capacity: int
+    x: np.ndarray = field(init=False)
+    values: np.ndarray = field(init=False)
+    rows: int = 0
+    window_row: int = -1
+    warmup_done: int = 0
+    measured: int = 0
+    stride: int = 1
+    stopped: str = "running"
+    started: float = 0.0
+    seconds: float = 0.0
+    verdict: Verdict | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.x = np.zeros(self.capacity, dtype=np.int64)
+        self.values = np.zeros((self.capacity, len(self.probes)), dtype=np.float64)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.probes)
+
+    def window(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        start = max(self.window_row, 0)
+        x = self.x[start : self.rows].astype(np.float64)
+        return x, {n: self.values[start : self.rows, c] for c, n in enumerate(self.probes)}
+
+    def peaks(self) -> dict[str, float]:
+        if self.rows == 0:
+            return {n: math.nan for n in self.probes}
+        return {n: float(self.values[: self.rows, c].max()) for c, n in enumerate(self.probes)}
+
+    def longest_tail(self) -> float:
+        run = self.spec.run
+        total = run.iterations if run.iterations is not None else run.max_iterations
+        return max(total - total // 2, 1)
+
+    def judge(self, *, final: bool) -> Verdict:
+        x, series = self.window()
+        longest = self.longest_tail() if not final or self.spec.run.iterations is None else 0.0
+        return judge(self.spec, x, series, self.peaks(), longest_tail=longest or math.inf)
+
+
+def capacity_for(spec: BudgetSpec) -> int:
+    run = spec.run
+    measured = run.iterations if run.iterations is not None else run.max_iterations
+    return run.warmup + measured + 2
+
+
+def measure(
+    spec: BudgetSpec, probes: dict[str, Probe], state: Measurement | None = None
+) -> Generator[int, None, Measurement]:
+    """Yield the iteration numbers to run; return the finished measurement."""
+    m = state or Measurement(spec, probes, capacity_for(spec))
+    run = spec.run
+    clock = time.perf_counter
+    readers = [p.read for p in probes.values()]
+    syncs = list({type(p).sync: p.sync for p in probes.values()}.values())
+    timing = probes.get("iter_time")
+    collect = run.gc == "collect"
+    values, xs = m.values, m.x
+
+    def sample(iteration: int, seconds_per_iteration: float, with_gc: bool) -> None:
+        if with_gc:
+            gc.collect()
+        for sync in syncs:
+            sync()
+        if timing is not None:
+            timing.value = seconds_per_iteration  # type: ignore[attr-defined]
+        row = m.rows
+        xs[row] = iteration
+        for column, read in enumerate(readers):
+            values[row, column] = read()
+        m.rows = row + 1
+
+    froze = False
+    m.started = clock()
+    for probe in probes.values():
+        probe.start()
+    try:
+        sample(0, math.nan, False)
+        warm_times = []
+        iteration = 0
+        for _ in range(run.warmup):
+            begin = clock()
+            yield iteration
+            elapsed = clock() - begin
+            iteration += 1
+            warm_times.append(elapsed)
+            sample(iteration, elapsed, False)
+        m.warmup_done = run.warmup
+        if collect:
+            gc.collect()
+            # Freezing moves everything alive before the window out of the collector's
+            # reach, so that collecting before each sample only walks what the window made.
+            gc.freeze()
+            froze = True
+        for probe in probes.values():
+            probe.before_window()
+        m.window_row = m.rows
+        cost_start = clock()
+        sample(iteration, float(np.median(warm_times)) if warm_times else math.nan, collect)
+        sample_cost = clock() - cost_start
+        iter_cost = float(np.median(warm_times)) if warm_times else 0.0
+        target_total = run.iterations if run.iterations is not None else run.max_iterations
+        min_samples = FIXED_MIN_SAMPLES if run.iterations is not None else AUTO_MIN_SAMPLES
+        max_stride = max(1, target_total // min_samples)
+        m.stride = _stride(sample_cost, iter_cost, max_stride)
+        checkpoint = run.iterations if run.iterations is not None else min(
+            run.min_iterations, run.max_iterations)
+        deadline = m.started + run.max_seconds
+        body_time = 0.0
+        body_total = 0.0
+        since_sample = 0
+        costs = sample_cost
+        n_costs = 1
+        while True:
+            begin = clock()
+            yield iteration
+            end = clock()
+            body_time += end - begin
+            body_total += end - begin
+            iteration += 1
+            since_sample += 1
+            m.measured += 1
+            out_of_time = run.iterations is None and end > deadline
+            if since_sample >= m.stride or m.measured >= checkpoint or out_of_time:
+                sample(iteration, body_time / since_sample, collect)
+                costs += clock() - end
+                n_costs += 1
+                body_time = 0.0
+                since_sample = 0
+            if m.measured < checkpoint and not out_of_time:
+                continue
+            if run.iterations is not None:
+                m.stopped = "fixed"
+                break
+            verdict = m.judge(final=False)
+            if verdict.clear:
+                m.stopped = "clear"
+                break
+            if m.measured >= run.max_iterations or out_of_time:
+                m.stopped = "cap"
+                break
+            checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
+            m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
+        m.verdict = m.judge(final=True)
+        if m.verdict.failed and run.evidence:
+            if froze:
+                # Evidence must see every object, the containers from before the window too.
+                gc.unfreeze()
+                froze = False
+            failing = {name for name, p in m.verdict.probes.items()
+                       if any(o.status == FAIL for o in p.outcomes)}
+            count = evidence_iterations(m.measured, body_total / max(m.measured, 1))
+            m.evidence = yield from collect_evidence(failing, count, iteration)
+    finally:
+        if froze:
+            gc.unfreeze()
+        for probe in probes.values():
+            probe.stop()
+        m.seconds = clock() - m.started
+    return m
+
+
+def _stride(sample_cost: float, iter_cost: float, max_stride: int) -> int:
+    if iter_cost <= 0 or not math.isfinite(iter_cost):
+        return 1
+    return int(min(max_stride, max(1, math.ceil(sample_cost / (SAMPLING_OVERHEAD * iter_cost)))))
+
+
+def build_result(m: Measurement) -> MembudgetResult:
+    """The public result of a measurement, finished or cut short by an error."""
+    verdict = m.verdict
+    if verdict is None and m.rows > 0:
+        verdict = m.judge(final=True)
+    failures: list[str] = []
+    probes: dict[str, ProbeResult] = {}
+    for column, name in enumerate(m.probes):
+        info = PROBES[name]
+        budgets: dict[str, float | None] = {kind: None for kind in ("slope", "peak", "growth")}
+        for kind, budget in m.spec.for_probe(name).items():
+            budgets[kind] = budget.limit
+        judgement = verdict.probes.get(name) if verdict is not None else None
+        label = "unjudged"
+        slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
+        if judgement is not None:
+            t = judgement.trend
+            slope, ci, growth = t.slope, (t.lower, t.upper), t.growth
+            statuses = [o.status for o in judgement.outcomes]
+            if FAIL in statuses:
+                label = "fail"
+            elif AMBIGUOUS in statuses:
+                label = "inconclusive" if m.stopped != "running" else "unjudged"
+            elif statuses:
+                label = "pass"
+            failures.extend(
+                describe_outcome(o, judgement) for o in judgement.outcomes if o.status == FAIL
+            )
+        column_values = m.values[: m.rows, column]
+        probes[name] = ProbeResult(
+            name=name, unit=info.unit, slope=slope, ci=ci,
+            peak=float(column_values.max()) if m.rows else math.nan,
+            growth=growth, samples=column_values.copy(),
+            sample_iterations=m.x[: m.rows].copy(), verdict=label, budgets=budgets,
+        )
+    return MembudgetResult(
+        iterations=m.measured, warmup=m.warmup_done, stopped=m.stopped, seconds=m.seconds,
+        probes=probes, failures=failures, evidence_data=m.evidence,
+        complete=m.stopped != "running",
+    )

@@ -1,0 +1,133 @@
+"""Every ini key and command-line flag, declared once and resolved once into frozen settings.
+
+Precedence: marker > command line > ini > default. Flags default to None so that an absent
+flag leaves the ini value in force.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_membudget.spec import (
+    Budget,
+    RunSettings,
+    SpecError,
+    parse_bool,
+    parse_budget_line,
+    parse_run_value,
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: ini key ``membudget_<key>`` and flag ``--membudget-<key with dashes>``."""
+
+    key: str
+    help: str
+    default: Any
+    #: "string", "bool", "linelist" (ini type); "bool" flags are switches, "linelist" flags
+    #: may be repeated.
+    kind: str = "string"
+    metavar: str | None = None
+    #: Only a command-line flag (no ini key), e.g. for one-off runs.
+    flag_only: bool = False
+
+    @property
+    def ini(self) -> str:
+        return f"membudget_{self.key}"
+
+    @property
+    def flag(self) -> str:
+        return "--membudget-" + self.key.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("iterations", "measured iterations after warm-up: 'auto' (stop when the verdict is "
+           "clear, extend while it is not) or a whole number", "auto", metavar="N|auto"),
+    Option("warmup", "iterations run before measuring (lazy initialisation, caches filling)",
+           "5", metavar="N"),
+    Option("min_iterations", "auto: measured iterations before the first judgement", "64",
+           metavar="N"),
+    Option("max_iterations", "auto: most measured iterations", "2000", metavar="N"),
+    Option("max_seconds", "auto: most seconds of measuring per test", "60", metavar="S"),
+    Option("gc", "'collect': collect garbage before each sample so cycles awaiting the "
+           "collector do not read as growth; 'off': leave the collector alone", "collect",
+           metavar="collect|off"),
+    Option("evidence", "on failure, rerun a few iterations under tracemalloc to show the lines "
+           "and object types that grew", "true", kind="bool"),
+    Option("confidence", "one-sided confidence a slope must reach to fail a test", "0.99",
+           metavar="P"),
+    Option("budget", "a default budget for every test that uses the marker or the fixture, "
+           "e.g. 'rss=0' or 'rss_peak=2 GiB' (ini: one per line; flag: may be repeated)",
+           (), kind="linelist", metavar="PROBE=VALUE"),
+    Option("disable", "run each budgeted test once, with no measurement", "false", kind="bool"),
+)
+
+RUN_OPTION_KEYS = ("iterations", "warmup", "min_iterations", "max_iterations", "max_seconds",
+                   "gc", "evidence", "confidence")
+
+
+@dataclass(frozen=True)
+class Settings:
+    run: RunSettings
+    budgets: tuple[Budget, ...]
+    disable: bool
+
+
+def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
+    group = parser.getgroup("membudget", "memory budgets (pytest-membudget)")
+    for option in (*OPTIONS, *extra):
+        if option.kind == "bool":
+            group.addoption(option.flag, action="store_const", const="true", default=None,
+                            dest=option.ini, help=option.help)
+        elif option.kind == "linelist":
+            group.addoption(option.flag, action="append", default=None, dest=option.ini,
+                            metavar=option.metavar, help=option.help)
+        else:
+            group.addoption(option.flag, action="store", default=None, dest=option.ini,
+                            metavar=option.metavar, help=option.help)
+        if not option.flag_only:
+            ini_type = "linelist" if option.kind == "linelist" else "string"
+            parser.addini(option.ini, option.help, type=ini_type,
+                          default=list(option.default) if ini_type == "linelist"
+                          else option.default)
+
+
+def raw_value(config: pytest.Config, option: Option) -> tuple[Any, str]:
+    """The value in force for one option and where it came from (for error messages)."""
+    cli = config.getoption(option.ini, default=None)
+    if cli is not None:
+        return cli, f"from {option.flag}"
+    if not option.flag_only:
+        ini = config.getini(option.ini)
+        if ini not in (None, "", []):
+            return ini, f"from ini key {option.ini}"
+    return option.default, f"from the default of {option.ini}"
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Read every option once; bad values raise pytest.UsageError naming the key."""
+    try:
+        values: dict[str, Any] = {}
+        for key in RUN_OPTION_KEYS:
+            raw, where = raw_value(config, _by_key(key))
+            values[key] = parse_run_value(key, raw, where)
+        raw_budgets, where = raw_value(config, _by_key("budget"))
+        budgets = tuple(parse_budget_line(line, where) for line in raw_budgets if line.strip())
+        raw_disable, where = raw_value(config, _by_key("disable"))
+        disable = parse_bool("disable", raw_disable, where)
+    except SpecError as exc:
+        raise pytest.UsageError(f"pytest-membudget: {exc}") from None
+    return Settings(RunSettings(**values), budgets, bool(disable))
+
+
+def _by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:
+    return next(o for o in options if o.key == key)
+
+
+def option_table(render: Callable[[Option], str] = lambda o: f"{o.ini} / {o.flag}") -> list[str]:
+    return [render(option) for option in OPTIONS]

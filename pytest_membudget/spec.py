@@ -1,0 +1,259 @@
+"""Marker arguments and defaults -> a validated, frozen BudgetSpec. Pure: no pytest here."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_membudget.catalog import PROBES, ProbeInfo
+
+SIZE_UNITS = {
+    "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_QUANTITY = re.compile(
+    r"^\s*(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-zµ]*)\s*"
+    r"(?P<per>/\s*it(?:er(?:ation)?)?)?\s*$"
+)
+RUN_KEYS = ("iterations", "warmup", "max_iterations", "max_seconds", "min_iterations",
+            "gc", "evidence", "confidence", "device")
+GC_POLICIES = ("collect", "off")
+
+
+class SpecError(ValueError):
+    """A budget or run setting that cannot be used; the message says where and what to do."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    probe: str
+    kind: str  # "slope", "peak" or "growth"
+    limit: float
+    source: str
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    iterations: int | None  # None: auto
+    warmup: int
+    min_iterations: int
+    max_iterations: int
+    max_seconds: float
+    gc: str
+    evidence: bool
+    confidence: float
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class BudgetSpec:
+    budgets: tuple[Budget, ...]
+    run: RunSettings
+
+    @property
+    def probes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(b.probe for b in self.budgets))
+
+    def for_probe(self, probe: str) -> dict[str, Budget]:
+        return {b.kind: b for b in self.budgets if b.probe == probe}
+
+
+def split_budget_key(key: str) -> tuple[str, str]:
+    """'rss' -> ('rss', 'slope'); 'rss_peak' -> ('rss', 'peak'); unknown -> SpecError."""
+    if key in PROBES:
+        return key, "slope"
+    for kind in ("peak", "growth"):
+        suffix = "_" + kind
+        if key.endswith(suffix) and key[: -len(suffix)] in PROBES:
+            return key[: -len(suffix)], kind
+    known = ", ".join(sorted(PROBES))
+    raise SpecError(
+        f"unknown budget {key!r}: budgets are named <probe>, <probe>_peak or <probe>_growth, "
+        f"with a probe among: {known}; run-control arguments are: {', '.join(RUN_KEYS)}"
+    )
+
+
+def parse_quantity(info: ProbeInfo, kind: str, value: object, where: str) -> float:
+    """A budget value in the probe's base unit (bytes, count or seconds, per iteration for
+    slopes)."""
+    label = f"{info.name}_{kind}" if kind != "slope" else info.name
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(
+            f"{label}={value!r} {where}: expected a number or a string such as "
+            f"{_example(info, kind)!r}, got {type(value).__name__}"
+        )
+    if isinstance(value, (int, float)):
+        number = float(value)
+        per_iter = None
+        unit = ""
+    else:
+        match = _QUANTITY.match(value)
+        if not match:
+            raise SpecError(
+                f"{label}={value!r} {where}: cannot read this as a quantity; "
+                f"write it like {_example(info, kind)!r}"
+            )
+        number = float(match["num"])
+        unit = match["unit"]
+        per_iter = bool(match["per"])
+    if not math.isfinite(number) or number < 0:
+        raise SpecError(f"{label}={value!r} {where}: a budget must be a finite number >= 0")
+    scale = _unit_scale(info, unit, label, value, where)
+    if per_iter is not None:
+        if kind == "slope" and not per_iter and unit:
+            raise SpecError(
+                f"{label}={value!r} {where}: this is a size, but {label} is a slope budget "
+                f"(growth per iteration); write {value.strip() + '/iter'!r}, "  # type: ignore[union-attr]
+                f"or use {info.name}_peak= / {info.name}_growth= for a size"
+            )
+        if kind != "slope" and per_iter:
+            raise SpecError(
+                f"{label}={value!r} {where}: this is a slope (per iteration), but {label} "
+                f"expects a size; use {info.name}= for a slope budget"
+            )
+    return number * scale
+
+
+def _unit_scale(info: ProbeInfo, unit: str, label: str, value: object, where: str) -> float:
+    if not unit:
+        return 1.0
+    table: Mapping[str, float]
+    if info.kind == "bytes":
+        table = SIZE_UNITS
+        key = unit.lower() if unit.lower() != "b" or unit == "B" else "?"
+    elif info.kind == "seconds":
+        table, key = TIME_UNITS, unit
+    else:
+        table = {info.unit: 1.0}
+        key = unit
+    if key not in table:
+        allowed = {"bytes": "B, KB, MB, GB, KiB, MiB, GiB", "seconds": "s, ms, us, ns"}.get(
+            info.kind, f"a plain number (or {info.unit})"
+        )
+        raise SpecError(f"{label}={value!r} {where}: unknown unit {unit!r}; use {allowed}")
+    return float(table[key])
+
+
+def _example(info: ProbeInfo, kind: str) -> str:
+    base = {"bytes": "4 KiB", "seconds": "1 ms", "count": "0"}[info.kind]
+    if kind == "slope" and info.kind != "count":
+        return base + "/iter"
+    return base
+
+
+def positive_int(name: str, value: object, where: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        else:
+            raise SpecError(
+                f"{name}={value!r} {where}: expected a whole number >= {minimum}, "
+                f"got {type(value).__name__}"
+            )
+    if value < minimum:
+        raise SpecError(f"{name}={value!r} {where}: must be >= {minimum}")
+    return value
+
+
+def parse_iterations(value: object, where: str) -> int | None:
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        return positive_int("iterations", value, where)
+    except SpecError:
+        raise SpecError(
+            f"iterations={value!r} {where}: expected 'auto' or a whole number >= 1"
+        ) from None
+
+
+def parse_seconds(name: str, value: object, where: str) -> float:
+    if isinstance(value, str):
+        match = _QUANTITY.match(value)
+        if match and not match["per"] and (match["unit"] in TIME_UNITS or not match["unit"]):
+            value = float(match["num"]) * TIME_UNITS.get(match["unit"] or "s", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise SpecError(f"{name}={value!r} {where}: expected a number of seconds > 0")
+    return float(value)
+
+
+def parse_bool(name: str, value: object, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise SpecError(f"{name}={value!r} {where}: expected true or false")
+
+
+def parse_run_value(key: str, value: object, where: str) -> Any:
+    """Validate one run-control value; the single place that knows each key's type."""
+    if key == "iterations":
+        return parse_iterations(value, where)
+    if key in ("warmup", "max_iterations", "min_iterations"):
+        return positive_int(key, value, where)
+    if key == "max_seconds":
+        return parse_seconds(key, value, where)
+    if key == "gc":
+        if value not in GC_POLICIES:
+            raise SpecError(f"gc={value!r} {where}: expected one of {', '.join(GC_POLICIES)}")
+        return value
+    if key == "evidence":
+        return parse_bool(key, value, where)
+    if key == "confidence":
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, float) or not 0.5 < value < 1:
+            raise SpecError(f"confidence={value!r} {where}: expected a number between 0.5 and 1")
+        return value
+    if key == "device":
+        if value is None or isinstance(value, (int, str)) and not isinstance(value, bool):
+            return None if value is None else str(value)
+        raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
+    raise SpecError(f"unknown run setting {key!r} {where}")
+
+
+def parse_budget_line(line: str, where: str) -> Budget:
+    """'rss=4 KiB/iter' (from the ini or the command line) -> Budget."""
+    key, sep, value = line.partition("=")
+    if not sep or not key.strip():
+        raise SpecError(f"budget {line!r} {where}: write budgets as <probe>=<value>, e.g. rss=0")
+    probe, kind = split_budget_key(key.strip())
+    limit = parse_quantity(PROBES[probe], kind, value.strip(), where)
+    return Budget(probe, kind, limit, where)
+
+
+def build_spec(
+    defaults: RunSettings,
+    default_budgets: tuple[Budget, ...],
+    marker_kwargs: Mapping[str, object],
+    where: str,
+) -> BudgetSpec:
+    """Combine defaults (already ini < CLI) with one test's marker arguments (marker wins)."""
+    run = {field: getattr(defaults, field) for field in RunSettings.__dataclass_fields__}
+    budgets = {(b.probe, b.kind): b for b in default_budgets}
+    for key, value in marker_kwargs.items():
+        if key in RUN_KEYS:
+            run[key] = parse_run_value(key, value, where)
+            continue
+        probe, kind = split_budget_key(key)
+        if value is None:
+            budgets.pop((probe, kind), None)
+            continue
+        budgets[(probe, kind)] = Budget(
+            probe, kind, parse_quantity(PROBES[probe], kind, value, where), where
+        )
+    settings = RunSettings(**run)
+    if settings.iterations is None and settings.min_iterations > settings.max_iterations:
+        raise SpecError(
+            f"min_iterations={settings.min_iterations} is above "
+            f"max_iterations={settings.max_iterations} {where}"
+        )
+    return BudgetSpec(tuple(budgets.values()), settings)

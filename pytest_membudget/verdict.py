@@ -1,0 +1,107 @@
+"""Fits + spec -> a verdict per budget. Pure: numpy and the fit module only.
+
+A slope budget fails only when the probe is still growing at the end of the run faster than
+the budget, with confidence: the lower bound of the tail slope is above the budget, the latest
+stretch of the tail grows too (a cache that has just filled does not), and the growth above
+the budget is at least the probe's resolution. It passes clearly when even the upper bound is
+within what the longest allowed run could resolve; anything between is ambiguous, which makes
+an auto run go on and a finished run report "inconclusive" (not a failure).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_membudget.catalog import ITER_TIME_RELATIVE_RESOLUTION, PROBES
+from pytest_membudget.fit import FloatArray, Trend, trend
+from pytest_membudget.spec import Budget, BudgetSpec
+
+PASS, FAIL, AMBIGUOUS = "pass", "fail", "ambiguous"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    budget: Budget
+    status: str
+    measured: float
+
+
+@dataclass(frozen=True)
+class ProbeJudgement:
+    probe: str
+    trend: Trend
+    peak: float
+    outcomes: tuple[Outcome, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    probes: dict[str, ProbeJudgement]
+
+    @property
+    def failed(self) -> bool:
+        return any(o.status == FAIL for p in self.probes.values() for o in p.outcomes)
+
+    @property
+    def clear(self) -> bool:
+        """Nothing more to learn from running longer."""
+        statuses = [o.status for p in self.probes.values() for o in p.outcomes]
+        return FAIL in statuses or AMBIGUOUS not in statuses
+
+
+def resolution(probe: str, window: FloatArray) -> float:
+    if probe == "iter_time":
+        return ITER_TIME_RELATIVE_RESOLUTION * float(np.median(window)) if len(window) else 0.0
+    return PROBES[probe].resolution
+
+
+def judge_slope(t: Trend, limit: float, res: float, longest_tail: float) -> str:
+    if not t.judged:
+        return AMBIGUOUS
+    excess = (t.slope - limit) * t.tail_span
+    if t.lower > limit and t.late_slope > limit and excess >= max(res, 0.0) and excess > 0:
+        return FAIL
+    if t.upper <= limit + res / max(longest_tail, 1.0):
+        return PASS
+    return AMBIGUOUS
+
+
+def judge_probe(
+    probe: str,
+    budgets: dict[str, Budget],
+    x: FloatArray,
+    y: FloatArray,
+    peak: float,
+    confidence: float,
+    longest_tail: float,
+) -> ProbeJudgement:
+    t = trend(x, y, confidence)
+    outcomes = []
+    for kind, budget in budgets.items():
+        if kind == "slope":
+            status = judge_slope(t, budget.limit, resolution(probe, y), longest_tail)
+            outcomes.append(Outcome(budget, status, t.slope))
+        elif kind == "peak":
+            outcomes.append(Outcome(budget, FAIL if peak > budget.limit else PASS, peak))
+        else:
+            status = FAIL if t.growth > budget.limit else PASS
+            outcomes.append(Outcome(budget, status, t.growth))
+    return ProbeJudgement(probe, t, peak, tuple(outcomes))
+
+
+def judge(
+    spec: BudgetSpec,
+    x: FloatArray,
+    series: dict[str, FloatArray],
+    peaks: dict[str, float],
+    longest_tail: float = math.inf,
+) -> Verdict:
+    """Judge every probe's measured window. ``x`` holds the iteration of each sample."""
+    return Verdict({
+        probe: judge_probe(probe, spec.for_probe(probe), x, y, peaks.get(probe, float(y.max(
+            initial=-math.inf))), spec.run.confidence, longest_tail)
+        for probe, y in series.items()
+    })
