@@ -1,0 +1,5 @@
+import sys
+
+from bench.detection.run import main
+
+sys.exit(main())
