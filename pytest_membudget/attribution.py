@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sysconfig
 import threading
 import time
 import tracemalloc
@@ -29,6 +30,7 @@ _SKIP_PARTS = (
     "<frozen ",
 )
 MEMORY_PROBES = ("rss", "uss", "heap", "gc_objects")
+_STDLIB = sysconfig.get_paths()["stdlib"]
 
 
 def evidence_iterations(measured: int, seconds_per_iteration: float) -> int:
@@ -44,13 +46,14 @@ def collect(
 ) -> Generator[int, None, dict[str, Any]]:
     """Run ``iterations`` more iterations and report what grew during them."""
     memory = bool(failing & set(MEMORY_PROBES)) or any(p.startswith("cuda") for p in failing)
+    # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
+    gc.collect()
+    types_before = type_counts() if memory else Counter()
     started_tracing = False
     if memory and not tracemalloc.is_tracing():
         tracemalloc.start(EVIDENCE_FRAMES)
         started_tracing = True
     try:
-        gc.collect()
-        types_before = type_counts() if memory else Counter()
         before = tracemalloc.take_snapshot() if memory else None
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
@@ -59,32 +62,35 @@ def collect(
             yield start_iteration + i
         seconds = time.perf_counter() - begin
         gc.collect()
-        result: dict[str, Any] = {"iterations": iterations, "seconds": round(seconds, 6)}
-        if memory and before is not None:
-            sites = growing_sites(before, tracemalloc.take_snapshot(), iterations)
-            del before
-            gc.collect()
-            # Our own bookkeeping (the first count, the sites) must not read as growth.
-            own = {id(types_before), id(sites), *(id(site) for site in sites)}
-            grown = type_counts(exclude=own)
-            grown.subtract(types_before)
-            for site in sites:
-                site["code"] = _source_line(site["file"], site["line"])
-            result["sites"] = sites
-            result["heap_growth"] = sum(s["bytes"] for s in sites)
-            result["types"] = [
-                {"type": name, "count": count, "per_iter": round(count / iterations, 2)}
-                for name, count in grown.most_common(TOP) if count > 0
-            ]
-        result["threads"] = [
-            {"name": t.name, "daemon": t.daemon, "target": _thread_target(t)}
-            for t in threading.enumerate() if t.ident not in threads_before
-        ][:TOP]
-        result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
-        return result
+        sites = growing_sites(before, tracemalloc.take_snapshot(), iterations) if before else []
+        del before
     finally:
         if started_tracing:
             tracemalloc.stop()
+    result: dict[str, Any] = {"iterations": iterations, "seconds": round(seconds, 6)}
+    if memory:
+        gc.collect()
+        # The first count and the sites are ours: they must not read as growth.
+        own = {id(types_before), id(sites), *(id(site) for site in sites)}
+        grown = type_counts(exclude=own)
+        grown.subtract(types_before)
+        for site in sites:
+            site["code"] = _source_line(site["file"], site["line"])
+            if site.get("via"):
+                site["via_code"] = _source_line(*site["via"])
+                site["via"] = f"{_short(site['via'][0])}:{site['via'][1]}"
+        result["sites"] = sites
+        result["heap_growth"] = sum(s["bytes"] for s in sites)
+        result["types"] = [
+            {"type": name, "count": count, "per_iter": round(count / iterations, 2)}
+            for name, count in grown.most_common(TOP) if count > 0
+        ]
+    result["threads"] = [
+        {"name": t.name, "daemon": t.daemon, "target": _thread_target(t)}
+        for t in threading.enumerate() if t.ident not in threads_before
+    ][:TOP]
+    result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
+    return result
 
 
 def _is_own(filename: str) -> bool:
@@ -94,32 +100,50 @@ def _is_own(filename: str) -> bool:
 def growing_sites(
     before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, iterations: int
 ) -> list[dict[str, Any]]:
-    """Net growth per allocation site, attributed to the innermost frame that is neither
-    pytest's nor this plugin's."""
+    """Net growth per allocation site: the innermost frame of each allocation, and the
+    innermost frame of the user's own code beneath it when the site is in a library.
+    Allocations made by pytest or this plugin are left out."""
 
-    def by_site(snapshot: tracemalloc.Snapshot) -> dict[tuple[str, int], list[int]]:
-        sites: dict[tuple[str, int], list[int]] = {}
+    def by_site(snapshot: tracemalloc.Snapshot) -> dict[tuple[str, int], list[Any]]:
+        sites: dict[tuple[str, int], list[Any]] = {}
         for trace in snapshot.traces:
-            frame = next((f for f in trace.traceback if not _is_own(f.filename)), None)
-            if frame is None:
+            frames = list(trace.traceback)[::-1]  # innermost first
+            if not frames or _is_own(frames[0].filename):
                 continue
-            entry = sites.setdefault((frame.filename, frame.lineno), [0, 0])
+            key = (frames[0].filename, frames[0].lineno)
+            entry = sites.get(key)
+            if entry is None:
+                via = None
+                if _is_library(frames[0].filename):
+                    user = next((f for f in frames if not _is_library(f.filename)
+                                 and not _is_own(f.filename)), None)
+                    via = (user.filename, user.lineno) if user is not None else None
+                entry = sites[key] = [0, 0, via]
             entry[0] += trace.size
             entry[1] += 1
         return sites
 
     start, end = by_site(before), by_site(after)
     grown = []
-    for site, (size, count) in end.items():
-        old_size, old_count = start.get(site, (0, 0))
+    for site, (size, count, via) in end.items():
+        old_size, old_count, _ = start.get(site, (0, 0, None))
         if size > old_size:
             grown.append({
                 "file": site[0], "line": site[1], "bytes": size - old_size,
                 "blocks": count - old_count,
                 "per_iter": round((size - old_size) / iterations, 1),
+                "via": via,
             })
     grown.sort(key=lambda s: s["bytes"], reverse=True)
     return grown[:TOP]
+
+
+def _is_library(filename: str) -> bool:
+    return (
+        "site-packages" in filename
+        or "dist-packages" in filename
+        or filename.startswith(_STDLIB)
+    )
 
 
 def type_counts(exclude: set[int] | frozenset[int] = frozenset()) -> Counter[str]:
@@ -159,6 +183,14 @@ def _fd_targets() -> list[str]:
         except OSError:
             continue
     return targets
+
+
+def _short(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return relative if not relative.startswith("..") else path
 
 
 def _source_line(filename: str, lineno: int) -> str:

@@ -30,7 +30,7 @@ PROBES: dict[str, ProbeInfo] = {
                   "unique set size: memory that would be freed if the process ended"),
         ProbeInfo("heap", "bytes", "B", 4096, "heap",
                   "Python allocations traced by tracemalloc"),
-        ProbeInfo("gc_objects", "count", "objects", 16, "gcobjects",
+        ProbeInfo("gc_objects", "count", "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector"),
         ProbeInfo("threads", "count", "threads", 1, "osres",
                   "operating-system threads of the process"),

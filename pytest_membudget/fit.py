@@ -35,6 +35,9 @@ class Trend:
     lower: float
     upper: float
     late_slope: float
+    #: Rise over the last two blocks' floors, per iteration: growth that has stopped shows
+    #: here first.
+    recent_slope: float
     tail_start: int
     tail_span: float
     growth: float
@@ -105,11 +108,13 @@ def trend(x: FloatArray, y: FloatArray, confidence: float) -> Trend:
     tail_len = max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
     if tail_len < MIN_TAIL_SAMPLES:
         slope = theil_sen(x, y) if n >= 2 else 0.0
-        return Trend(slope, -math.inf, math.inf, slope, 0, 0.0, growth, judged=False)
+        return Trend(slope, -math.inf, math.inf, slope, slope, 0, 0.0, growth, judged=False)
     tx, ty = x[n - tail_len :], y[n - tail_len :]
     fx, fy = block_floors(tx, ty, TAIL_BLOCKS)
     slope, lower, upper = sen_bounds(fx, fy, confidence)
     late = len(fx) // 2
     late_slope = theil_sen(fx[late:], fy[late:])
+    dx = float(fx[-1] - fx[-3])
+    recent = float(fy[-1] - fy[-3]) / dx if dx > 0 else 0.0
     span = float(tx[-1] - tx[0])
-    return Trend(slope, lower, upper, late_slope, n - tail_len, span, growth, judged=True)
+    return Trend(slope, lower, upper, late_slope, recent, n - tail_len, span, growth, judged=True)

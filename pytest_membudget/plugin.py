@@ -137,6 +137,13 @@ def pytest_runtest_makereport(
             "passed": data["passed"], "iterations": data["iterations"], "probes": summary})))
     report: pytest.TestReport = yield
     report.membudget = data  # type: ignore[attr-defined]
+    if partial and state.used and not state.disabled and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid}: the membudget.iterate() loop was left before the run finished "
+            f"({data['iterations'] if data else 0} measured iterations), so nothing was judged; "
+            "let the loop run to its end instead of breaking out of it"
+        )
     if partial and data is not None and report.failed:
         from pytest_membudget.report import series_lines
 

@@ -99,7 +99,11 @@ def series_lines(result: MembudgetResult) -> list[str]:
     for name, probe in result.probes.items():
         if not len(probe.samples):
             continue
-        values = [float(v) for v in probe.samples]
+        # The window only: warm-up samples are taken without collecting garbage.
+        values = [float(v) for v, at in zip(probe.samples, probe.sample_iterations)
+                  if at >= result.warmup]
+        if not values:
+            continue
         lines.append(
             f"  {name:<10} {sparkline(values)}  {fmt(name, values[0])} -> {fmt(name, values[-1])}"
             f"  peak {fmt(name, probe.peak)}  [{probe.verdict}]"
@@ -121,6 +125,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
                     f"    {_short(s['file'])}:{s['line']}: +{fmt('heap', s['bytes'])} "
                     f"({fmt('heap', s['per_iter'], per_iter=True)}, {s['blocks']} blocks)"
                     + (f"\n        {s['code']}" if s.get("code") else "")
+                    + (f"\n      called from {s['via']}: {s.get('via_code', '')}"
+                       if s.get("via") else "")
                 )
         else:
             lines.append(

@@ -57,6 +57,8 @@ class MembudgetResult:
     failures: list[str] = field(default_factory=list)
     evidence_data: dict[str, Any] = field(default_factory=dict)
     complete: bool = True
+    #: The run settings in force (after marker, command line and ini were combined).
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -76,6 +78,7 @@ class MembudgetResult:
             "seconds": round(self.seconds, 6),
             "failures": list(self.failures),
             "evidence": self.evidence_data,
+            "settings": dict(self.settings),
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
         }
 

@@ -11,7 +11,7 @@ import gc
 import math
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -79,10 +79,9 @@ class Measurement:
         total = run.iterations if run.iterations is not None else run.max_iterations
         return max(total - total // 2, 1)
 
-    def judge(self, *, final: bool) -> Verdict:
+    def judge(self) -> Verdict:
         x, series = self.window()
-        longest = self.longest_tail() if not final or self.spec.run.iterations is None else 0.0
-        return judge(self.spec, x, series, self.peaks(), longest_tail=longest or math.inf)
+        return judge(self.spec, x, series, self.peaks(), longest_tail=self.longest_tail())
 
 
 def capacity_for(spec: BudgetSpec) -> int:
@@ -133,6 +132,14 @@ def measure(
             warm_times.append(elapsed)
             sample(iteration, elapsed, False)
         m.warmup_done = run.warmup
+        # Everything the plugin computes for itself happens before the window's first
+        # sample, so that none of it lands inside the window.
+        iter_cost = sorted(warm_times)[len(warm_times) // 2] if warm_times else 0.0
+        target_total = run.iterations if run.iterations is not None else run.max_iterations
+        min_samples = FIXED_MIN_SAMPLES if run.iterations is not None else AUTO_MIN_SAMPLES
+        max_stride = max(1, target_total // min_samples)
+        checkpoint = run.iterations if run.iterations is not None else min(
+            run.min_iterations, run.max_iterations)
         if collect:
             gc.collect()
             # Freezing moves everything alive before the window out of the collector's
@@ -143,15 +150,9 @@ def measure(
             probe.before_window()
         m.window_row = m.rows
         cost_start = clock()
-        sample(iteration, float(np.median(warm_times)) if warm_times else math.nan, collect)
+        sample(iteration, iter_cost, collect)
         sample_cost = clock() - cost_start
-        iter_cost = float(np.median(warm_times)) if warm_times else 0.0
-        target_total = run.iterations if run.iterations is not None else run.max_iterations
-        min_samples = FIXED_MIN_SAMPLES if run.iterations is not None else AUTO_MIN_SAMPLES
-        max_stride = max(1, target_total // min_samples)
         m.stride = _stride(sample_cost, iter_cost, max_stride)
-        checkpoint = run.iterations if run.iterations is not None else min(
-            run.min_iterations, run.max_iterations)
         deadline = m.started + run.max_seconds
         body_time = 0.0
         body_total = 0.0
@@ -179,7 +180,7 @@ def measure(
             if run.iterations is not None:
                 m.stopped = "fixed"
                 break
-            verdict = m.judge(final=False)
+            verdict = m.judge()
             if verdict.clear:
                 m.stopped = "clear"
                 break
@@ -188,7 +189,7 @@ def measure(
                 break
             checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
             m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
-        m.verdict = m.judge(final=True)
+        m.verdict = m.judge()
         if m.verdict.failed and run.evidence:
             if froze:
                 # Evidence must see every object, the containers from before the window too.
@@ -217,7 +218,7 @@ def build_result(m: Measurement) -> MembudgetResult:
     """The public result of a measurement, finished or cut short by an error."""
     verdict = m.verdict
     if verdict is None and m.rows > 0:
-        verdict = m.judge(final=True)
+        verdict = m.judge()
     failures: list[str] = []
     probes: dict[str, ProbeResult] = {}
     for column, name in enumerate(m.probes):
@@ -252,4 +253,5 @@ def build_result(m: Measurement) -> MembudgetResult:
         iterations=m.measured, warmup=m.warmup_done, stopped=m.stopped, seconds=m.seconds,
         probes=probes, failures=failures, evidence_data=m.evidence,
         complete=m.stopped != "running",
+        settings={**asdict(m.spec.run), "iterations": m.spec.run.iterations or "auto"},
     )

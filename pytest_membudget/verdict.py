@@ -1,8 +1,9 @@
 """Fits + spec -> a verdict per budget. Pure: numpy and the fit module only.
 
 A slope budget fails only when the probe is still growing at the end of the run faster than
-the budget, with confidence: the lower bound of the tail slope is above the budget, the latest
-stretch of the tail grows too (a cache that has just filled does not), and the growth above
+the budget, with confidence: the lower bound of the tail slope is above the budget, the later
+half of the tail and its latest block grow too (a cache that has just filled does not), and
+the growth above
 the budget is at least the probe's resolution. It passes clearly when even the upper bound is
 within what the longest allowed run could resolve; anything between is ambiguous, which makes
 an auto run go on and a finished run report "inconclusive" (not a failure).
@@ -62,7 +63,9 @@ def judge_slope(t: Trend, limit: float, res: float, longest_tail: float) -> str:
     if not t.judged:
         return AMBIGUOUS
     excess = (t.slope - limit) * t.tail_span
-    if t.lower > limit and t.late_slope > limit and excess >= max(res, 0.0) and excess > 0:
+    # A leak keeps its pace to the end; growth that has stopped or is stopping does not.
+    still_growing = t.late_slope > limit and t.recent_slope - limit > (t.slope - limit) / 2
+    if t.lower > limit and still_growing and excess >= max(res, 0.0) and excess > 0:
         return FAIL
     if t.upper <= limit + res / max(longest_tail, 1.0):
         return PASS

@@ -14,7 +14,9 @@ class GcObjectsProbe(Probe):
     name = "gc_objects"
 
     def read(self) -> float:
-        return float(len(gc.get_objects()))
+        # Frozen objects (the runner freezes what was alive before the window) are not
+        # listed by get_objects(); counting them keeps the series continuous.
+        return float(len(gc.get_objects()) + gc.get_freeze_count())
 
 
 PROBE_CLASSES: dict[str, type[Probe]] = {"gc_objects": GcObjectsProbe}
