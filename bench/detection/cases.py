@@ -20,13 +20,14 @@ import os
 import random
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 Step = Callable[[], None]
 
 #: Objects that leaking cases keep alive on purpose: the "global registry" of a real program.
-REGISTRY: List[Any] = []
+REGISTRY: list[Any] = []
 
 _WORK_N = 7000
 
@@ -42,15 +43,15 @@ class Case:
     truth: str  # "leak" | "clean"
     family: str
     make: Callable[[], Step]
-    probe: Optional[str] = None  # probe expected to catch a leak
-    rate: Optional[float] = None  # nominal units per iteration (bytes, threads, fds)
-    ladder: Optional[str] = None  # "python" | "native" for the rate ladder
-    needs: Tuple[str, ...] = ()
+    probe: str | None = None  # probe expected to catch a leak
+    rate: float | None = None  # nominal units per iteration (bytes, threads, fds)
+    ladder: str | None = None  # "python" | "native" for the rate ladder
+    needs: tuple[str, ...] = ()
     note: str = ""
-    tags: Tuple[str, ...] = field(default_factory=tuple)
+    tags: tuple[str, ...] = field(default_factory=tuple)
 
 
-CASES: Dict[str, Case] = {}
+CASES: dict[str, Case] = {}
 
 
 def _add(case: Case) -> None:
@@ -71,7 +72,7 @@ def close_step(step: Step) -> None:
 # --------------------------------------------------------------------------------------------
 # native memory through libc, invisible to tracemalloc
 
-_libc: Optional[ctypes.CDLL] = None
+_libc: ctypes.CDLL | None = None
 
 
 def _libc_handle() -> ctypes.CDLL:
@@ -184,7 +185,7 @@ def _torch() -> Any:
 def _torch_tensor_list() -> Step:
     torch = _torch()
 
-    kept: List[Any] = []
+    kept: list[Any] = []
 
     def step() -> None:
         _work()
@@ -241,7 +242,7 @@ _add(Case("leak_torch_loss_sum", "leak", "torch", _torch_loss_accumulate, "rss",
 def _closure_hooks() -> Step:
     import numpy as np
 
-    hooks: List[Callable[[], float]] = []
+    hooks: list[Callable[[], float]] = []
 
     def step() -> None:
         _work()
@@ -258,8 +259,8 @@ def _closure_hooks() -> Step:
 def _lru_unbounded() -> Step:
     counter = itertools.count()
 
-    @functools.lru_cache(maxsize=None)
-    def expensive(key: int) -> Tuple[int, ...]:
+    @functools.cache
+    def expensive(key: int) -> tuple[int, ...]:
         return tuple(range(key % 7, key % 7 + 48))
 
     def step() -> None:
@@ -272,7 +273,7 @@ def _lru_unbounded() -> Step:
 def _memo_fresh_key() -> Step:
     import numpy as np
 
-    memo: Dict[Tuple[int, int], Any] = {}
+    memo: dict[tuple[int, int], Any] = {}
     counter = itertools.count()
 
     def step() -> None:
@@ -373,7 +374,7 @@ def _thread_leak(every: int) -> Callable[[], Step]:
 
 
 def _fd_leak_open() -> Step:
-    kept: List[int] = []
+    kept: list[int] = []
     counter = itertools.count(1)
 
     def step() -> None:
@@ -385,7 +386,7 @@ def _fd_leak_open() -> Step:
 
 
 def _fd_leak_socket() -> Step:
-    kept: List[socket.socket] = []
+    kept: list[socket.socket] = []
     counter = itertools.count(1)
 
     def step() -> None:
@@ -482,7 +483,7 @@ def _lru_bounded(maxsize: int) -> Callable[[], Step]:
 
 def _lazy_init(at_call: int, nbytes: int) -> Callable[[], Step]:
     def make() -> Step:
-        state: Dict[str, Any] = {"calls": 0, "table": None}
+        state: dict[str, Any] = {"calls": 0, "table": None}
 
         def step() -> None:
             _work()
@@ -497,7 +498,7 @@ def _lazy_init(at_call: int, nbytes: int) -> Callable[[], Step]:
 
 def _sawtooth(period: int) -> Callable[[], Step]:
     def make() -> Step:
-        buffer: List[bytes] = []
+        buffer: list[bytes] = []
 
         def step() -> None:
             _work()
@@ -529,7 +530,7 @@ def _reference_cycles() -> Step:
     def step() -> None:
         _work()
         for _ in range(20):
-            node: Dict[str, Any] = {"payload": b"\x01" * 256}
+            node: dict[str, Any] = {"payload": b"\x01" * 256}
             node["self"] = node
 
     return step
@@ -537,11 +538,11 @@ def _reference_cycles() -> Step:
 
 def _background_thread() -> Step:
     stop = threading.Event()
-    state: Dict[str, Any] = {"thread": None}
+    state: dict[str, Any] = {"thread": None}
 
     def churn() -> None:
         rng = random.Random(0)
-        held: List[bytes] = []
+        held: list[bytes] = []
         while not stop.is_set():
             held.append(b"\x01" * rng.randint(1, 128 * 1024))
             if len(held) > 8:
@@ -681,14 +682,14 @@ _add(Case("clean_torch_loss_item", "clean", "torch", _torch_loss_item, needs=("t
           note="SGD step, total += loss.item()"))
 
 
-def missing_requirements(case: Case) -> List[str]:
+def missing_requirements(case: Case) -> list[str]:
     """Modules a case needs that cannot be imported here."""
     import importlib.util
 
     return [module for module in case.needs if importlib.util.find_spec(module) is None]
 
 
-def select(patterns: Optional[str]) -> List[Case]:
+def select(patterns: str | None) -> list[Case]:
     """Cases whose name matches any comma-separated fnmatch pattern (or substring)."""
     import fnmatch
 

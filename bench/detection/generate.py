@@ -17,8 +17,8 @@ next to it, in the controller only under pytest-xdist.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from bench.detection.cases import Case
 
@@ -127,7 +127,8 @@ def threshold_label(threshold: str) -> str:
 
 
 def write_suite(directory: Path, root: str, cases: Sequence[Case], *, memray_thresholds:
-                Iterable[str] = (), memray_iterations: int = 200) -> None:
+                Iterable[str] = (), memray_iterations: int = 200,
+                evidence: bool = True) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     # An ini file here makes this directory the rootdir: the repository's own pytest settings
     # do not apply, so the plugin runs with its defaults.
@@ -135,7 +136,8 @@ def write_suite(directory: Path, root: str, cases: Sequence[Case], *, memray_thr
     (directory / "conftest.py").write_text(_CONFTEST.format(root=root, results=RESULTS_FILE))
     body = _DETECTION_HEAD.format()
     for case in cases:
-        body += _DETECTION_TEST.format(name=case.name, budgets=BUDGETS)
+        budgets = BUDGETS if evidence else BUDGETS + ", evidence=False"
+        body += _DETECTION_TEST.format(name=case.name, budgets=budgets)
     (directory / "test_detection.py").write_text(body)
     thresholds = list(memray_thresholds)
     if thresholds:

@@ -21,15 +21,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: python bench/detection/run.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.detection.cases import Case, missing_requirements, select  # noqa: E402
-from bench.detection.generate import RESULTS_FILE, threshold_label, write_suite  # noqa: E402
+from bench.detection.cases import Case, missing_requirements, select
+from bench.detection.generate import RESULTS_FILE, threshold_label, write_suite
 
 ROOT = str(Path(__file__).resolve().parents[2])
 MEMORY_PROBES = ("rss",)
@@ -42,23 +43,41 @@ class Run:
     case: str
     repeat: int
     char: str  # F budget exceeded, . passed, s skipped, E other error, T timeout, ? no record
-    failed_probes: List[str] = field(default_factory=list)
-    iterations: Optional[int] = None
-    warmup: Optional[int] = None
-    stopped: Optional[str] = None
-    plugin_seconds: Optional[float] = None
-    call_seconds: Optional[float] = None
-    process_seconds: Optional[float] = None
-    failures: List[str] = field(default_factory=list)
-    probes: Dict[str, Any] = field(default_factory=dict)  # per probe, without samples
-    samples: Optional[Dict[str, Any]] = None  # kept for wrong verdicts only
+    failed_probes: list[str] = field(default_factory=list)
+    iterations: int | None = None
+    warmup: int | None = None
+    stopped: str | None = None
+    plugin_seconds: float | None = None
+    call_seconds: float | None = None
+    process_seconds: float | None = None
+    failures: list[str] = field(default_factory=list)
+    probes: dict[str, Any] = field(default_factory=dict)  # per probe, without samples
+    samples: dict[str, Any] | None = None  # kept for wrong verdicts only
     error: str = ""
+    plugin: str = ""  # fingerprint of the plugin's sources when this run started
 
 
 # ----------------------------------------------------------------------------- running pytest
 
 
-def _env() -> Dict[str, str]:
+def plugin_fingerprint() -> str:
+    """A short hash of the installed plugin's sources, so runs made while the plugin was being
+    edited can be told apart."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.find_spec("pytest_membudget")
+    if spec is None or not spec.submodule_search_locations:
+        return "not-installed"
+    digest = hashlib.sha1()
+    for location in spec.submodule_search_locations:
+        for path in sorted(Path(location).rglob("*.py")):
+            digest.update(str(path.relative_to(location)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def _env() -> dict[str, str]:
     path = os.environ.get("PYTHONPATH", "")
     return dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))
 
@@ -93,8 +112,8 @@ def _case_of(nodeid: str) -> str:
     return name[len("test_"):] if name.startswith("test_") else name
 
 
-def to_run(case: str, repeat: int, record: Optional[Dict[str, Any]], timed_out: bool,
-           process_seconds: Optional[float], output: str = "") -> Run:
+def to_run(case: str, repeat: int, record: dict[str, Any] | None, timed_out: bool,
+           process_seconds: float | None, output: str = "") -> Run:
     if record is None:
         return Run(case, repeat, "T" if timed_out else "?", process_seconds=process_seconds,
                    error=output[-1500:])
@@ -125,7 +144,7 @@ def to_run(case: str, repeat: int, record: Optional[Dict[str, Any]], timed_out: 
     return run
 
 
-def wrong(case: Case, run: Run) -> Optional[str]:
+def wrong(case: Case, run: Run) -> str | None:
     """Why this run's verdict is wrong, or None."""
     if run.char in ("s",):
         return None
@@ -146,15 +165,17 @@ def wrong(case: Case, run: Run) -> Optional[str]:
 
 
 def run_serial(directory: Path, cases: Sequence[Case], repeats: int, timeout: float,
-               log: Any) -> Dict[str, List[Run]]:
-    runs: Dict[str, List[Run]] = {case.name: [] for case in cases}
+               log: Any) -> dict[str, list[Run]]:
+    runs: dict[str, list[Run]] = {case.name: [] for case in cases}
     for repeat in range(repeats):
         for case in cases:
+            fingerprint = plugin_fingerprint()
             records, seconds, returncode, output = run_pytest(
                 directory, [f"test_detection.py::test_{case.name}"], timeout)
             record = next((r for r in records if r["when"] == "call"), None) or \
                 next(iter(records), None)
             run = to_run(case.name, repeat, record, returncode is None, seconds, output)
+            run.plugin = fingerprint
             runs[case.name].append(run)
             print(f"  repeat {repeat + 1}/{repeats} {case.name:30s} {run.char} "
                   f"{'+'.join(run.failed_probes):12s} it={run.iterations} "
@@ -163,13 +184,14 @@ def run_serial(directory: Path, cases: Sequence[Case], repeats: int, timeout: fl
 
 
 def run_xdist(directory: Path, cases: Sequence[Case], repeats: int, workers: int,
-              timeout: float, log: Any) -> Dict[str, List[Run]]:
-    runs: Dict[str, List[Run]] = {case.name: [] for case in cases}
+              timeout: float, log: Any) -> dict[str, list[Run]]:
+    runs: dict[str, list[Run]] = {case.name: [] for case in cases}
     nodeids = [f"test_detection.py::test_{case.name}" for case in cases]
     for repeat in range(repeats):
+        fingerprint = plugin_fingerprint()
         records, seconds, returncode, output = run_pytest(
             directory, ["-n", str(workers), *nodeids], timeout * len(cases))
-        by_case: Dict[str, Dict[str, Any]] = {}
+        by_case: dict[str, dict[str, Any]] = {}
         for record in records:
             name = _case_of(record["nodeid"])
             if record["when"] == "call" or name not in by_case:
@@ -177,16 +199,17 @@ def run_xdist(directory: Path, cases: Sequence[Case], repeats: int, workers: int
         for case in cases:
             run = to_run(case.name, repeat, by_case.get(case.name), returncode is None, None,
                          output)
+            run.plugin = fingerprint
             runs[case.name].append(run)
         print(f"  repeat {repeat + 1}/{repeats} (-n {workers}): {seconds:.1f}s "
               + "".join(runs[c.name][-1].char for c in cases), file=log, flush=True)
     return runs
 
 
-def run_bare(cases: Sequence[Case], runs: Dict[str, List[Run]], timeout: float,
-             log: Any) -> Dict[str, Dict[str, Any]]:
+def run_bare(cases: Sequence[Case], runs: dict[str, list[Run]], timeout: float,
+             log: Any) -> dict[str, dict[str, Any]]:
     """A plain loop of the same number of calls (warm-up + measured) in a fresh process."""
-    bare: Dict[str, Dict[str, Any]] = {}
+    bare: dict[str, dict[str, Any]] = {}
     for case in cases:
         counts = [r.iterations + (r.warmup or 0) for r in runs[case.name]
                   if r.iterations is not None]
@@ -207,11 +230,11 @@ def run_bare(cases: Sequence[Case], runs: Dict[str, List[Run]], timeout: float,
 
 
 def run_memray(directory: Path, cases: Sequence[Case], thresholds: Sequence[str],
-               timeout: float, log: Any) -> Dict[str, Dict[str, Any]]:
-    out: Dict[str, Dict[str, Any]] = {}
+               timeout: float, log: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for case in cases:
         nodeids = [f"test_memray.py::test_{case.name}__{threshold_label(t)}" for t in thresholds]
-        records, seconds, returncode, output = run_pytest(directory, ["--memray", *nodeids],
+        records, seconds, returncode, _output = run_pytest(directory, ["--memray", *nodeids],
                                                           timeout)
         verdicts = {}
         for threshold in thresholds:
@@ -242,12 +265,12 @@ def memray_available() -> bool:
 # ----------------------------------------------------------------------------- summary
 
 
-def _median(values: Sequence[Optional[float]]) -> Optional[float]:
+def _median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
 
 
-def _fmt(value: Optional[float], spec: str) -> str:
+def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec) if value is not None else "-"
 
 
@@ -269,8 +292,8 @@ def reliably_caught(case: Case, runs: Sequence[Run]) -> bool:
     return bool(judged) and all(wrong(case, r) is None for r in judged)
 
 
-def summarise(cases: Sequence[Case], runs: Dict[str, List[Run]],
-              bare: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def summarise(cases: Sequence[Case], runs: dict[str, list[Run]],
+              bare: dict[str, dict[str, Any]]) -> dict[str, Any]:
     table = []
     counts = {"leak_runs": 0, "leak_caught": 0, "clean_runs": 0, "clean_flagged": 0,
               "wrong_probe": 0, "errors": 0, "flips": 0}
@@ -311,10 +334,10 @@ def summarise(cases: Sequence[Case], runs: Dict[str, List[Run]],
     return {"table": table, "counts": counts, "ladders": ladders(cases, runs)}
 
 
-def ladders(cases: Sequence[Case], runs: Dict[str, List[Run]]) -> Dict[str, Any]:
+def ladders(cases: Sequence[Case], runs: dict[str, list[Run]]) -> dict[str, Any]:
     """Per ladder (python/native rss) and per probe: the smallest rate caught reliably."""
-    out: Dict[str, Any] = {}
-    families: Dict[str, List[Case]] = {}
+    out: dict[str, Any] = {}
+    families: dict[str, list[Case]] = {}
     for case in cases:
         if case.truth == "leak" and case.rate is not None:
             if case.ladder:
@@ -334,8 +357,8 @@ def ladders(cases: Sequence[Case], runs: Dict[str, List[Run]]) -> Dict[str, Any]
     return out
 
 
-def print_report(cases: Sequence[Case], runs: Dict[str, List[Run]], summary: Dict[str, Any],
-                 memray: Optional[Dict[str, Any]], thresholds: Sequence[str],
+def print_report(cases: Sequence[Case], runs: dict[str, list[Run]], summary: dict[str, Any],
+                 memray: dict[str, Any] | None, thresholds: Sequence[str],
                  mode: str, total_seconds: float) -> None:
     by_name = {c.name: c for c in cases}
     print(f"\npytest-membudget detection benchmark ({mode})")
@@ -371,6 +394,9 @@ def print_report(cases: Sequence[Case], runs: Dict[str, List[Run]], summary: Dic
         print(f"call time / bare loop: median {statistics.median(ratios):.1f}x, "
               f"min {min(ratios):.1f}x, max {max(ratios):.1f}x")
     print(f"benchmark wall time: {total_seconds:.0f} s")
+    fingerprints = sorted({r.plugin for case_runs in runs.values() for r in case_runs})
+    print(f"plugin source fingerprint(s): {', '.join(fingerprints)}"
+          + ("   WARNING: the plugin changed during the run" if len(fingerprints) > 1 else ""))
     print("\nsmallest leak rate caught in every repeat:")
     for family, ladder in summary["ladders"].items():
         rungs = " ".join(f"{r['rate']:g}:{r['verdicts']}" for r in ladder["rungs"])
@@ -394,13 +420,13 @@ def print_report(cases: Sequence[Case], runs: Dict[str, List[Run]], summary: Dic
     print_wrong(cases, runs)
 
 
-def _series(samples: Optional[Dict[str, Any]], probe: str, points: int = 10) -> str:
+def _series(samples: dict[str, Any] | None, probe: str, points: int = 10) -> str:
     if not samples or probe not in samples or not samples[probe].get("samples"):
         return ""
     values = samples[probe]["samples"]
     at = samples[probe]["sample_iterations"]
     step = max(1, len(values) // points)
-    picked = list(range(0, len(values), step))[:points] + [len(values) - 1]
+    picked = [*list(range(0, len(values), step))[:points], len(values) - 1]
     base = values[0]
     scale = 1024.0 if probe in ("rss", "uss", "heap") else 1.0
     unit = "KiB" if scale > 1 else ""
@@ -408,7 +434,7 @@ def _series(samples: Optional[Dict[str, Any]], probe: str, points: int = 10) -> 
         + (f" ({unit} from first sample)" if unit else "")
 
 
-def print_wrong(cases: Sequence[Case], runs: Dict[str, List[Run]]) -> None:
+def print_wrong(cases: Sequence[Case], runs: dict[str, list[Run]]) -> None:
     lines = []
     for case in cases:
         for run in runs[case.name]:
@@ -436,7 +462,7 @@ def print_wrong(cases: Sequence[Case], runs: Dict[str, List[Run]]) -> None:
         print("\n".join(lines))
 
 
-def compare(previous_path: Path, runs: Dict[str, List[Run]]) -> List[str]:
+def compare(previous_path: Path, runs: dict[str, list[Run]]) -> list[str]:
     previous = json.loads(previous_path.read_text())
     before = {row["case"]: row["verdicts"] for row in previous["summary"]["table"]}
     differences = []
@@ -450,7 +476,7 @@ def compare(previous_path: Path, runs: Dict[str, List[Run]]) -> List[str]:
 # ----------------------------------------------------------------------------- main
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detection",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -462,6 +488,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="also run pytest-memray's limit_leaks (needs pytest-memray)")
     parser.add_argument("--memray-thresholds", default="1KB,64KB,1MB")
     parser.add_argument("--memray-iterations", type=int, default=200)
+    parser.add_argument("--no-evidence", action="store_true",
+                        help="membudget(evidence=False): skip the evidence rerun after a "
+                             "failure (it does not change the verdict, only the time)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-loop timing")
     parser.add_argument("--json", dest="json_path", default=None)
     parser.add_argument("--compare", default=None,
@@ -483,13 +512,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.perf_counter()
     directory = Path(tempfile.mkdtemp(prefix="membudget-detection-"))
     write_suite(directory, ROOT, cases, memray_thresholds=thresholds if args.memray else (),
-                memray_iterations=args.memray_iterations)
+                memray_iterations=args.memray_iterations, evidence=not args.no_evidence)
     print(f"generated suite in {directory}", file=log)
     if args.workers:
         mode = f"-n {args.workers}, {args.repeats} repeats"
+        if args.no_evidence:
+            mode += ", evidence off"
         runs = run_xdist(directory, cases, args.repeats, args.workers, args.timeout, log)
     else:
         mode = f"one process per case, {args.repeats} repeats"
+        if args.no_evidence:
+            mode += ", evidence off"
         runs = run_serial(directory, cases, args.repeats, args.timeout, log)
     detection_seconds = time.perf_counter() - started
     bare = {} if args.no_bare else run_bare(cases, runs, args.timeout, log)
@@ -499,7 +532,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     summary = summarise(cases, runs, bare)
     print_report(cases, runs, summary, memray, thresholds, mode, total_seconds)
     print(f"detection runs took {detection_seconds:.0f} s")
-    differences: List[str] = []
+    differences: list[str] = []
     if args.compare:
         differences = compare(Path(args.compare), runs)
         print(f"\ncompared with {args.compare}: "
@@ -510,6 +543,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         payload = {
             "mode": mode, "workers": args.workers, "repeats": args.repeats,
             "python": sys.version.split()[0], "cpus": os.cpu_count(),
+            "plugin_fingerprints": sorted({r.plugin for rs in runs.values() for r in rs}),
             "total_seconds": total_seconds, "detection_seconds": detection_seconds,
             "summary": summary, "bare": bare, "memray": memray,
             "memray_thresholds": thresholds if memray else None,
@@ -530,7 +564,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def _run_dict(case: Case, run: Run) -> Dict[str, Any]:
+def _run_dict(case: Case, run: Run) -> dict[str, Any]:
     data = asdict(run)
     data["wrong"] = wrong(case, run)
     if data["wrong"] is None:
