@@ -67,13 +67,16 @@ def collect(
     finally:
         if started_tracing:
             tracemalloc.stop()
-    result: dict[str, Any] = {"iterations": iterations, "seconds": round(seconds, 6)}
     if memory:
         gc.collect()
-        # The first count and the sites are ours: they must not read as growth.
-        own = {id(types_before), id(sites), *(id(site) for site in sites)}
+        # The evidence's own bookkeeping must not read as growth.
+        own = {id(types_before), id(sites), id(threads_before), id(fds_before),
+               *(id(site) for site in sites)}
+        own.add(id(own))
         grown = type_counts(exclude=own)
         grown.subtract(types_before)
+    result: dict[str, Any] = {"iterations": iterations, "seconds": round(seconds, 6)}
+    if memory:
         for site in sites:
             site["code"] = _source_line(site["file"], site["line"])
             if site.get("via"):
@@ -150,12 +153,15 @@ def type_counts(exclude: set[int] | frozenset[int] = frozenset()) -> Counter[str
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes) they hold directly."""
     counts: Counter[str] = Counter()
+    atoms: set[int] = set()
     for obj in gc.get_objects():
         if id(obj) in exclude:
             continue
         counts[_type_name(type(obj))] += 1
         for ref in gc.get_referents(obj):
-            if not gc.is_tracked(ref) and not isinstance(ref, (int, float, bool, type(None))):
+            if (not gc.is_tracked(ref) and id(ref) not in atoms
+                    and not isinstance(ref, (int, float, bool, type(None)))):
+                atoms.add(id(ref))
                 counts[_type_name(type(ref))] += 1
     return counts
 

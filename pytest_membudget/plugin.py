@@ -60,13 +60,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not _applies(item):
         return
     config = item.config.stash[SETTINGS_KEY]
-    where = f"in the membudget marker of {item.nodeid}"
     try:
-        kwargs = _marker_kwargs(item) or {}
-        spec = build_spec(config.run, config.budgets, kwargs, where)
+        spec = build_spec(config.run, config.budgets, _marker_kwargs(item) or {},
+                          "in the membudget marker")
     except SpecError as exc:
-        pytest.fail(f"{item.nodeid}: {exc}" if item.nodeid not in str(exc) else str(exc),
-                    pytrace=False)
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        pytest.fail(f"{item.nodeid}: {problem}", pytrace=False)
     if not config.disable:
         _skip_unavailable(spec.probes, item.nodeid, spec.run.device)
     item.stash[STATE_KEY] = MemBudget(item.nodeid, spec, disabled=config.disable)

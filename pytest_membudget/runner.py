@@ -180,12 +180,11 @@ def measure(
             if run.iterations is not None:
                 m.stopped = "fixed"
                 break
-            verdict = m.judge()
-            if verdict.clear:
-                m.stopped = "clear"
-                break
             if m.measured >= run.max_iterations or out_of_time:
                 m.stopped = "cap"
+                break
+            if m.judge().clear:
+                m.stopped = "clear"
                 break
             checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
             m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)

@@ -146,17 +146,17 @@ def _example(info: ProbeInfo, kind: str) -> str:
 
 
 def positive_int(name: str, value: object, where: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value.strip())
-        else:
-            raise SpecError(
-                f"{name}={value!r} {where}: expected a whole number >= {minimum}, "
-                f"got {type(value).__name__}"
-            )
-    if value < minimum:
+    number = value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise SpecError(
+            f"{name}={value!r} {where}: expected a whole number >= {minimum}, "
+            f"got {type(value).__name__}"
+        )
+    if number < minimum:
         raise SpecError(f"{name}={value!r} {where}: must be >= {minimum}")
-    return value
+    return number
 
 
 def parse_iterations(value: object, where: str) -> int | None:
@@ -171,13 +171,14 @@ def parse_iterations(value: object, where: str) -> int | None:
 
 
 def parse_seconds(name: str, value: object, where: str) -> float:
+    number = value
     if isinstance(value, str):
         match = _QUANTITY.match(value)
         if match and not match["per"] and (match["unit"] in TIME_UNITS or not match["unit"]):
-            value = float(match["num"]) * TIME_UNITS.get(match["unit"] or "s", 1.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            number = float(match["num"]) * TIME_UNITS.get(match["unit"] or "s", 1.0)
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not number > 0:
         raise SpecError(f"{name}={value!r} {where}: expected a number of seconds > 0")
-    return float(value)
+    return float(number)
 
 
 def parse_bool(name: str, value: object, where: str) -> bool:
