@@ -1,0 +1,106 @@
+"""Overhead of pytest-membudget: cost of one sample per probe, and whole runs against a bare
+loop of the same iterations.
+
+    python bench/overhead.py [--repeats 3]
+
+Prints figures; asserts nothing (timing targets live here, never in tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+from pytest_membudget.probes import create
+from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
+from pytest_membudget.spec import RunSettings, build_spec
+
+PROBES = ("rss", "uss", "heap", "gc_objects", "threads", "fds", "iter_time")
+
+
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def sample_costs(reads: int = 2000) -> list[tuple[str, float]]:
+    rows = []
+    for name in PROBES:
+        probe = create(name)
+        probe.start()
+        try:
+            count = reads if name != "uss" else 200
+            begin = time.perf_counter()
+            for _ in range(count):
+                probe.read()
+            rows.append((name, (time.perf_counter() - begin) / count))
+        finally:
+            probe.stop()
+    gc.collect()
+    gc.freeze()
+    begin = time.perf_counter()
+    for _ in range(reads):
+        gc.collect()
+    rows.append(("gc.collect (frozen heap)", (time.perf_counter() - begin) / reads))
+    gc.unfreeze()
+    return rows
+
+
+def run_once(per_iteration: float, budgets: dict[str, object],
+             iterations: int | str) -> tuple[float, float, int, int]:
+    defaults = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
+                           max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
+    spec = build_spec(defaults, (), {**budgets, "iterations": iterations}, "in bench")
+    probes = {name: create(name) for name in spec.probes}
+    m = Measurement(spec, probes, capacity_for(spec))
+    begin = time.perf_counter()
+    for _ in measure(spec, probes, m):
+        spin(per_iteration)
+    result = build_result(m)
+    plugin = time.perf_counter() - begin
+    total = result.iterations + result.warmup
+    begin = time.perf_counter()
+    for _ in range(total):
+        spin(per_iteration)
+    bare = time.perf_counter() - begin
+    return plugin, bare, total, m.stride
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    print("Cost of one sample")
+    print(f"  {'probe':<26}{'µs':>10}")
+    for name, seconds in sample_costs():
+        print(f"  {name:<26}{seconds * 1e6:>10.1f}")
+
+    print("\nWhole run against a bare loop of the same iterations "
+          f"(median of {args.repeats}; workload = busy loop)")
+    header = f"  {'budgets':<22}{'per iter':>9}{'iters':>7}{'stride':>7}{'bare s':>9}" \
+             f"{'plugin s':>10}{'ratio':>8}"
+    print(header)
+    budget_sets = {
+        "rss, threads, fds": {"rss": 0, "threads": 0, "fds": 0},
+        "rss, heap, gc_objects": {"rss": 0, "heap": 0, "gc_objects": 0},
+    }
+    for label, budgets in budget_sets.items():
+        for per_iteration, iterations in ((1e-4, 2000), (1e-3, 1000), (1e-2, 200)):
+            runs = [run_once(per_iteration, budgets, iterations) for _ in range(args.repeats)]
+            plugin = statistics.median(r[0] for r in runs)
+            bare = statistics.median(r[1] for r in runs)
+            print(f"  {label:<22}{per_iteration * 1e3:>7.1f}ms{runs[0][2]:>7}{runs[0][3]:>7}"
+                  f"{bare:>9.3f}{plugin:>10.3f}{plugin / bare:>8.3f}")
+        runs = [run_once(1e-3, budgets, "auto") for _ in range(args.repeats)]
+        plugin = statistics.median(r[0] for r in runs)
+        bare = statistics.median(r[1] for r in runs)
+        print(f"  {label + ' (auto)':<22}{1.0:>7.1f}ms{runs[0][2]:>7}{runs[0][3]:>7}"
+              f"{bare:>9.3f}{plugin:>10.3f}{plugin / bare:>8.3f}")
+
+
+if __name__ == "__main__":
+    main()
