@@ -38,6 +38,26 @@ PROBES: dict[str, ProbeInfo] = {
                   "open file descriptors (handles on Windows)"),
         ProbeInfo("iter_time", "seconds", "s", 0.0, "timing",
                   "wall time of one iteration of the workload"),
+        # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
+        # to 512 bytes; the resolution is eight of them.
+        ProbeInfo("cuda_allocated", "bytes", "B", 4096, "cuda",
+                  "bytes in tensors (allocated_bytes.all.current)"),
+        ProbeInfo("cuda_reserved", "bytes", "B", 2 * 1024**2, "cuda",
+                  "bytes the caching allocator holds from the device (reserved_bytes)"),
+        ProbeInfo("cuda_small_pool", "bytes", "B", 4096, "cuda",
+                  "active bytes in the small pool (blocks of 1 MiB or less)"),
+        ProbeInfo("cuda_large_pool", "bytes", "B", 4096, "cuda",
+                  "active bytes in the large pool (blocks over 1 MiB)"),
+        ProbeInfo("cuda_small_blocks", "count", "blocks", 1, "cuda",
+                  "active blocks in the small pool"),
+        ProbeInfo("cuda_large_blocks", "count", "blocks", 1, "cuda",
+                  "active blocks in the large pool"),
+        ProbeInfo("cuda_segments", "count", "segments", 1, "cuda",
+                  "segments reserved from the device (cudaMalloc calls alive)"),
+        ProbeInfo("cuda_alloc_retries", "count", "retries", 1, "cuda",
+                  "allocations that had to free cached blocks and retry: memory pressure"),
+        ProbeInfo("cuda_device_used", "bytes", "B", 2 * 1024**2, "cuda",
+                  "bytes used on the whole device by every process (cudaMemGetInfo)"),
     )
 }
 

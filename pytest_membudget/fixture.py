@@ -58,7 +58,8 @@ class MemBudget:
         from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
 
         names = self.spec.probes or DEFAULT_PROBES
-        probes = {name: create(name, {"device": self.spec.run.device}) for name in names}
+        options = {"device": self.spec.run.device, "cuda_history": self.spec.run.cuda_history}
+        probes = {name: create(name, options) for name in names}
         self._measurement = Measurement(self.spec, probes, capacity_for(self.spec))
         self._loop = measure(self.spec, probes, self._measurement)
         yield from self._loop

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
+from pytest_membudget import distributed
 from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
-from pytest_membudget.spec import SpecError, build_spec
+from pytest_membudget.spec import BudgetSpec, SpecError, build_spec
 
 SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
@@ -34,6 +34,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = _settings.resolve(config)
     config.stash[REPORTS_KEY] = []
     config.pluginmanager.register(ReportCollector(config), "membudget-reports")
+    from pytest_membudget.gating import configure as configure_gating
+
+    configure_gating(config, config.stash[REPORTS_KEY])
+    distributed.register(config, config.stash[REPORTS_KEY])
 
 
 def _marker_kwargs(item: pytest.Item) -> dict[str, object] | None:
@@ -70,17 +74,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if problem:
         pytest.fail(f"{item.nodeid}: {problem}", pytrace=False)
     if not config.disable:
-        _skip_unavailable(spec.probes, item.nodeid, spec.run.device)
+        _skip_unavailable(spec, item.nodeid, config.require_cuda)
     item.stash[STATE_KEY] = MemBudget(item.nodeid, spec, disabled=config.disable)
 
 
-def _skip_unavailable(probes: tuple[str, ...], nodeid: str, device: str | None) -> None:
+def _skip_unavailable(spec: BudgetSpec, nodeid: str, require_cuda: bool) -> None:
     from pytest_membudget.probes import create
 
-    for name in probes:
-        reason = create(name, {"device": device}).unavailable()
-        if reason:
-            pytest.skip(f"membudget: {name} budget cannot be measured here: {reason}")
+    for name in spec.probes:
+        reason = create(name, {"device": spec.run.device}).unavailable()
+        if not reason:
+            continue
+        message = f"membudget: the {name} budget cannot be measured here: {reason}"
+        if require_cuda and name.startswith("cuda"):
+            pytest.fail(f"{nodeid}: {message} (--membudget-require-cuda is set)", pytrace=False)
+        pytest.skip(message)
 
 
 @pytest.fixture
@@ -133,10 +141,9 @@ def pytest_runtest_makereport(
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
     if data is not None:
-        summary = {k: {kk: vv for kk, vv in v.items() if kk not in ("samples", "sample_iterations")}
-                   for k, v in data["probes"].items()}
-        item.user_properties.append(("membudget", json.dumps({
-            "passed": data["passed"], "iterations": data["iterations"], "probes": summary})))
+        from pytest_membudget.report import junit_properties
+
+        item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield
     report.membudget = data  # type: ignore[attr-defined]
     if partial and state.used and not state.disabled and report.passed:
@@ -172,17 +179,10 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.report import summary_rows, table
+    from pytest_membudget.report import summary_table
 
-    verbosity = config.get_verbosity()
-    if verbosity <= -2:
-        return
-    rows = []
-    for nodeid, data in config.stash.get(REPORTS_KEY, []):
-        if verbosity < 0 and data.get("passed", True):
-            continue
-        rows += summary_rows(nodeid, data)
-    if rows:
+    lines = summary_table(config.stash.get(REPORTS_KEY, []), config.get_verbosity())
+    if lines:
         terminalreporter.write_sep("-", "membudget")
-        for line in table(rows):
+        for line in lines:
             terminalreporter.write_line(line)

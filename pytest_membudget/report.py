@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pytest_membudget.results import MembudgetResult
     from pytest_membudget.verdict import Outcome, ProbeJudgement
 
-_BINARY = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+_BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
 _TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 SPARKS = "▁▂▃▄▅▆▇█"
 STOPPED = {
@@ -90,8 +90,34 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines += [f"  - {reason}" for reason in result.failures]
     lines.append("")
     lines += series_lines(result)
+    lines += cuda_pool_lines(result)
     lines += evidence_lines(result.evidence_data)
     return "\n".join(lines)
+
+
+def cuda_pool_lines(result: MembudgetResult) -> list[str]:
+    """Per-pool active bytes beside active block counts: the shape of a growth table."""
+    rows = []
+    for pool in ("small", "large"):
+        size = result.probes.get(f"cuda_{pool}_pool")
+        blocks = result.probes.get(f"cuda_{pool}_blocks")
+        if size is None and blocks is None:
+            continue
+        row = [f"{pool} pool"]
+        for probe in (size, blocks):
+            if probe is None:
+                row += ["-", "-"]
+                continue
+            window = [v for v, at in zip(probe.samples, probe.sample_iterations)
+                      if at >= result.warmup]
+            start, end = (window[0], window[-1]) if window else (math.nan, math.nan)
+            row += [f"{fmt(probe.name, start)} -> {fmt(probe.name, end)}",
+                    fmt(probe.name, probe.slope, per_iter=True)]
+        rows.append(tuple(row))
+    if not rows:
+        return []
+    header = ("CUDA pool", "active bytes", "slope", "active blocks", "slope")
+    return ["", *("  " + line for line in table(rows, header))]
 
 
 def series_lines(result: MembudgetResult) -> list[str]:
@@ -141,6 +167,10 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         lines.append("  threads started and still alive:")
         lines += [f"    {t['name']} (target {t['target']}, daemon={t['daemon']})"
                   for t in evidence["threads"]]
+    if evidence.get("cuda_blocks"):
+        lines.append("  live CUDA blocks allocated in the window (allocator history):")
+        lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: +{fmt('heap', b['bytes'])}"
+                  f" in {b['blocks']} blocks ({b['pool']} pool)" for b in evidence["cuda_blocks"]]
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
@@ -155,29 +185,74 @@ def _short(path: str) -> str:
     return relative if not relative.startswith("..") else path
 
 
-def summary_rows(nodeid: str, data: dict[str, Any]) -> list[tuple[str, ...]]:
+def budget_text(probe: str, budgets: dict[str, Any]) -> str:
+    """'0 B/iter, peak 2 GiB': a probe's budgets in force, or '-' for none."""
+    shown = [fmt(probe, v, per_iter=True) if kind == "slope" else f"{kind} {fmt(probe, v)}"
+             for kind, v in budgets.items() if v is not None]
+    return ", ".join(shown) or "-"
+
+
+def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
+                 ) -> list[tuple[str, ...]]:
     """Rows of the terminal summary for one test's report dict."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, probe in data.get("probes", {}).items():
-        budgets = probe.get("budgets", {})
-        shown = [
-            f"{fmt(name, v, per_iter=True)}" if kind == "slope" else f"{kind} {fmt(name, v)}"
-            for kind, v in budgets.items() if v is not None
-        ]
-        lo, hi = probe.get("ci", [None, None])
-        rows.append((
-            nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
-            f"[{fmt(name, lo)}, {fmt(name, hi)}]", ", ".join(shown) or "-",
-            fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"],
-        ))
+        lo, hi = probe.get("ci") or [None, None]
+        row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
+            f"[{fmt(name, lo)}, {fmt(name, hi)}]", budget_text(name, probe.get("budgets", {})),
+            fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
+        if verbose:
+            row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
+                    STOPPED.get(str(data.get("stopped")), str(data.get("stopped"))))
+        rows.append(row)
     return rows
 
 
 SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "iters", "verdict")
+VERBOSE_HEADER = (*SUMMARY_HEADER, "growth", "warm-up", "stopped")
+
+
+def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> list[str]:
+    """The terminal summary: every budgeted test at the default verbosity, more columns at
+    -v, only tests whose budgets did not pass at -q, nothing at -qq."""
+    if verbosity <= -2:
+        return []
+    rows: list[tuple[str, ...]] = []
+    for nodeid, data in results:
+        verdicts = {p.get("verdict") for p in data.get("probes", {}).values()}
+        if verbosity < 0 and data.get("passed", True) and verdicts <= {"pass", "unjudged"}:
+            continue
+        for i, row in enumerate(summary_rows(nodeid, data, verbose=verbosity > 0)):
+            rows.append(row if i == 0 else ("", *row[1:]))  # the test's name once
+    return table(rows, VERBOSE_HEADER if verbosity > 0 else SUMMARY_HEADER) if rows else []
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str] = SUMMARY_HEADER) -> list[str]:
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip()]
+    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+            for r in rows]
     return out
+
+
+def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Readable per-test properties for JUnit XML (user_properties), one set per probe:
+    ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
+    verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
+    overall = ("fail" if not data.get("passed", True) else
+               "disabled" if data.get("stopped") == "disabled" else
+               "inconclusive" if "inconclusive" in verdicts else "pass")
+    props = [("membudget.verdict", overall),
+             ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
+                                      f"warm-up ({data.get('stopped')})")]
+    for name, probe in data.get("probes", {}).items():
+        lo, hi = probe.get("ci") or [None, None]
+        props += [
+            (f"membudget.{name}.slope", f"{fmt(name, probe.get('slope'), per_iter=True)} "
+                                        f"[{fmt(name, lo, per_iter=True)}, "
+                                        f"{fmt(name, hi, per_iter=True)}]"),
+            (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
+            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
+            (f"membudget.{name}.verdict", str(probe.get("verdict"))),
+        ]
+    return props

@@ -196,8 +196,10 @@ def measure(
                 froze = False
             failing = {name for name, p in m.verdict.probes.items()
                        if any(o.status == FAIL for o in p.outcomes)}
+            for name in failing:
+                m.evidence.update(probes[name].evidence() or {})
             count = evidence_iterations(m.measured, body_total / max(m.measured, 1))
-            m.evidence = yield from collect_evidence(failing, count, iteration)
+            m.evidence.update((yield from collect_evidence(failing, count, iteration)))
     finally:
         if froze:
             gc.unfreeze()

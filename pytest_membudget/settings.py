@@ -35,6 +35,8 @@ class Option:
     metavar: str | None = None
     #: Only a command-line flag (no ini key), e.g. for one-off runs.
     flag_only: bool = False
+    #: kind "optional": the value of the flag given without one (``--membudget-compare``).
+    const: str | None = None
 
     @property
     def ini(self) -> str:
@@ -65,10 +67,37 @@ OPTIONS: tuple[Option, ...] = (
            "e.g. 'rss=0' or 'rss_peak=2 GiB' (ini: one per line; flag: may be repeated)",
            (), kind="linelist", metavar="PROBE=VALUE"),
     Option("disable", "run each budgeted test once, with no measurement", "false", kind="bool"),
+    Option("json", "write every budgeted test's results to this JSON file (a relative path "
+           "is taken from the invocation directory for the flag, the rootdir for the ini key)",
+           "", metavar="PATH"),
+    Option("json_samples", "include each probe's samples in the JSON report and in saved "
+           "baselines (membudget plot needs them)", "false", kind="bool"),
+    Option("storage", "directory of saved baselines, one subdirectory per machine "
+           "fingerprint", ".membudget", metavar="DIR"),
+    Option("save", "save this run as the baseline NAME (refused when NAME exists, unless "
+           "--membudget-save-overwrite)", None, metavar="NAME", flag_only=True),
+    Option("save_overwrite", "let --membudget-save replace a baseline of the same name",
+           "false", kind="bool", flag_only=True),
+    Option("autosave", "save every run as a new baseline named auto-<UTC time>", "false",
+           kind="bool"),
+    Option("compare", "compare slopes with a saved baseline: =NAME, =PATH.json, or no value "
+           "for the latest saved on this machine; a regression fails the run", None,
+           kind="optional", metavar="NAME", flag_only=True, const="latest"),
+    Option("compare_fail", "tolerance of --membudget-compare for one probe: PROBE:10%, "
+           "PROBE:64 KiB/iter, PROBE:off, or all:10% (ini: one per line; flag: may be "
+           "repeated; default: no margin beyond the two runs' intervals)", (),
+           kind="linelist", metavar="PROBE:TOL"),
+    Option("plot", "write one PNG per budgeted test into this directory (needs matplotlib: "
+           "the [plot] extra)", "", metavar="DIR"),
+    Option("cuda_history", "record the CUDA allocator's history during the window, so that a "
+           "failing cuda_* budget names the lines that allocated the live blocks (costly)",
+           "false", kind="bool"),
+    Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
+           "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
 )
 
 RUN_OPTION_KEYS = ("iterations", "warmup", "min_iterations", "max_iterations", "max_seconds",
-                   "gc", "evidence", "confidence")
+                   "gc", "evidence", "confidence", "cuda_history")
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,7 @@ class Settings:
     run: RunSettings
     budgets: tuple[Budget, ...]
     disable: bool
+    require_cuda: bool = False
 
 
 def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
@@ -87,6 +117,10 @@ def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
         elif option.kind == "linelist":
             group.addoption(option.flag, action="append", default=None, dest=option.ini,
                             metavar=option.metavar, help=option.help)
+        elif option.kind == "optional":
+            group.addoption(option.flag, action="store", nargs="?", const=option.const,
+                            default=None, dest=option.ini, metavar=option.metavar,
+                            help=option.help)
         else:
             group.addoption(option.flag, action="store", default=None, dest=option.ini,
                             metavar=option.metavar, help=option.help)
@@ -120,9 +154,11 @@ def resolve(config: pytest.Config) -> Settings:
         budgets = tuple(parse_budget_line(line, where) for line in raw_budgets if line.strip())
         raw_disable, where = raw_value(config, _by_key("disable"))
         disable = parse_bool("disable", raw_disable, where)
+        raw_require, where = raw_value(config, _by_key("require_cuda"))
+        require_cuda = parse_bool("require_cuda", raw_require, where)
     except SpecError as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
-    return Settings(RunSettings(**values), budgets, bool(disable))
+    return Settings(RunSettings(**values), budgets, disable, require_cuda)
 
 
 def _by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:

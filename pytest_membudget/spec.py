@@ -20,7 +20,7 @@ _QUANTITY = re.compile(
     r"(?P<per>/\s*it(?:er(?:ation)?)?)?\s*$"
 )
 RUN_KEYS = ("iterations", "warmup", "max_iterations", "max_seconds", "min_iterations",
-            "gc", "evidence", "confidence", "device")
+            "gc", "evidence", "confidence", "device", "cuda_history")
 GC_POLICIES = ("collect", "off")
 
 
@@ -47,6 +47,7 @@ class RunSettings:
     evidence: bool
     confidence: float
     device: str | None = None
+    cuda_history: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def parse_run_value(key: str, value: object, where: str) -> Any:
         if value not in GC_POLICIES:
             raise SpecError(f"gc={value!r} {where}: expected one of {', '.join(GC_POLICIES)}")
         return value
-    if key == "evidence":
+    if key in ("evidence", "cuda_history"):
         return parse_bool(key, value, where)
     if key == "confidence":
         if isinstance(value, str):

@@ -37,6 +37,11 @@ class Probe:
     def read(self) -> float:
         raise NotImplementedError
 
+    def evidence(self) -> dict[str, Any] | None:
+        """After a failing window, before ``stop``: what this source can tell about the
+        growth (e.g. the CUDA allocator's history)."""
+        return None
+
     def stop(self) -> None:
         """After the last sample, also when the workload raised."""
 
