@@ -1,0 +1,136 @@
+"""``membudget``: read JSON reports and baselines outside pytest.
+
+    membudget show REPORT.json
+    membudget compare BASE.json NEW.json [--fail PROBE:TOL ...]
+    membudget plot REPORT.json --out DIR
+
+Exit status: 0 success (no regression), 1 a regression was found (compare), 2 bad input
+(unreadable, foreign or newer-schema file, bad tolerance, bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_membudget.storage import ReportFileError, read_document
+
+OK, REGRESSION, BAD_INPUT = 0, 1, 2
+
+
+class InputError(Exception):
+    """Input the command cannot use; the message says what to do."""
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        return read_document(Path(path))
+    except ReportFileError as exc:
+        raise InputError(str(exc)) from None
+
+
+def show(args: argparse.Namespace) -> int:
+    from pytest_membudget.report import summary_table
+
+    document = _load(args.report)
+    machine = document.get("machine", {})
+    versions = document.get("versions", {})
+    name = f" (baseline {document['name']!r})" if document.get("name") else ""
+    print(f"{args.report}{name}: written {document.get('created', '?')}")
+    print(f"machine {machine.get('fingerprint', '?')}"
+          + (f", CUDA {machine['cuda_device']}" if machine.get("cuda_device") else ""))
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
+    tests = document["tests"]
+    failed = sum(1 for t in tests.values() if not t.get("passed", True))
+    print(f"{len(tests)} budgeted test(s): {len(tests) - failed} within budget, "
+          f"{failed} over budget")
+    for line in summary_table(list(tests.items()), 1 if args.verbose else 0):
+        print(line)
+    return OK
+
+
+def compare_files(args: argparse.Namespace) -> int:
+    from pytest_membudget.baseline import ToleranceError, compare, parse_policy
+    from pytest_membudget.comparetext import comparison_lines
+
+    try:
+        policy = parse_policy(args.fail or [], "from --fail")
+    except ToleranceError as exc:
+        raise InputError(str(exc)) from None
+    base, new = _load(args.base), _load(args.new)
+    fingerprints = {d.get("machine", {}).get("fingerprint") for d in (base, new)}
+    if len(fingerprints) > 1:
+        print("note: the two runs come from different machines ("
+              + " vs ".join(str(f) for f in fingerprints) + "); slopes may differ for that "
+              "reason alone", file=sys.stderr)
+    comparison = compare(base, new, policy)
+    for line in comparison_lines(comparison, args.base, verbose=True):
+        print(line)
+    if comparison.regressions:
+        print(f"{len(comparison.regressions)} regression(s)")
+        return REGRESSION
+    return OK
+
+
+def plot(args: argparse.Namespace) -> int:
+    from pytest_membudget.jsonreport import has_samples
+    from pytest_membudget.plots import missing_matplotlib, plot_all
+
+    reason = missing_matplotlib("membudget plot")
+    if reason:
+        raise InputError(reason)
+    document = _load(args.report)
+    if not has_samples(document):
+        raise InputError(f"{args.report} holds no samples to draw; write the report with "
+                         "pytest --membudget-json=PATH --membudget-json-samples")
+    written = plot_all(document["tests"], Path(args.out))
+    print(f"wrote {len(written)} plot(s) to {args.out}")
+    return OK
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(
+        prog="membudget", description="Read pytest-membudget JSON reports and baselines.",
+        epilog="exit status: 0 success, 1 a regression was found, 2 bad input")
+    commands = main_parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    show_parser = commands.add_parser("show", help="print a report's summary table")
+    show_parser.add_argument("report", metavar="REPORT.json")
+    show_parser.add_argument("-v", "--verbose", action="store_true",
+                             help="more columns: growth, warm-up, why the run stopped")
+    show_parser.set_defaults(handler=show)
+    compare_parser = commands.add_parser(
+        "compare", help="compare slopes of two runs; exit 1 on a regression",
+        description="A probe regressed when NEW's lower bound is above 0 and above BASE's "
+                    "upper bound plus the tolerance (default: no margin).")
+    compare_parser.add_argument("base", metavar="BASE.json")
+    compare_parser.add_argument("new", metavar="NEW.json")
+    compare_parser.add_argument("--fail", action="append", metavar="PROBE:TOL",
+                                help="tolerance, e.g. rss:10%%, heap:64 KiB/iter, "
+                                     "iter_time:off, all:5%% (may be repeated)")
+    compare_parser.set_defaults(handler=compare_files)
+    plot_parser = commands.add_parser("plot", help="one PNG per test (needs matplotlib)")
+    plot_parser.add_argument("report", metavar="REPORT.json")
+    plot_parser.add_argument("--out", required=True, metavar="DIR",
+                             help="directory for the PNG files")
+    plot_parser.set_defaults(handler=plot)
+    return main_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except InputError as exc:
+        print(f"membudget: error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    except OSError as exc:
+        print(f"membudget: error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
