@@ -26,4 +26,4 @@ def test_sparkline_shape() -> None:
 
 def test_table_aligns() -> None:
     lines = table([("a", "bb")], header=("x", "y"))
-    assert lines == ["x  y ", "a  bb"]
+    assert lines == ["x  y", "a  bb"]  # no trailing blanks

@@ -1,0 +1,49 @@
+"""Plots: file names, the matplotlib check, and a drawn PNG."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_membudget import plots
+
+
+def series_test(n: int = 120, warmup: int = 5) -> dict:
+    x = list(range(warmup + 1)) + list(range(warmup, warmup + n + 1))
+    rng = np.random.default_rng(3)
+    y = [50e6 + 800.0 * i + float(rng.normal(0, 2000)) for i in x]
+    return {"passed": False, "iterations": n, "warmup": warmup, "probes": {
+        "rss": {"slope": 800.0, "ci": [700.0, 900.0], "verdict": "fail", "peak": max(y),
+                "budgets": {"slope": 0.0, "peak": 60e6, "growth": None},
+                "samples": y, "sample_iterations": x},
+        "iter_time": {"slope": 0.0, "ci": [None, None], "verdict": "unjudged",
+                      "budgets": {}, "samples": [None] + [1e-3] * (len(x) - 1),
+                      "sample_iterations": x},
+        "fds": {"slope": 0.0, "ci": [0.0, 0.0], "verdict": "pass", "budgets": {}},
+    }}
+
+
+def test_file_names_are_safe_and_unique() -> None:
+    a = plots.file_name("tests/test_x.py::test_y[a/b-1]")
+    b = plots.file_name("tests/test_x.py::test_y[a_b-1]")
+    assert a != b and a.endswith(".png") and "/" not in a and "::" not in a
+    assert a.startswith("tests_test_x.py__test_y")
+
+
+def test_missing_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    reason = plots.missing_matplotlib("--membudget-plot")
+    assert reason is not None and "pytest-membudget[plot]" in reason
+
+
+def test_plot_all_draws_tests_with_samples(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    written = plots.plot_all({"t.py::test_leak": series_test(),
+                              "t.py::no_samples": {"probes": {"rss": {"slope": 1.0}}}},
+                             tmp_path / "out")
+    assert [p.name for p in written] == [plots.file_name("t.py::test_leak")]
+    assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert written[0].stat().st_size > 10_000
