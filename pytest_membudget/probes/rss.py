@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
+import sys
+from collections.abc import Callable
 
 import psutil
 
@@ -10,11 +14,38 @@ from pytest_membudget.probes import Probe
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
 
 
+def release_free_memory() -> None:
+    """Hand glibc's free memory back to the system (malloc_trim) before the window.
+
+    Memory freed earlier (by a previous test, say) stays resident in malloc's bins; a leak
+    that reuses it does not raise RSS until it is used up, and would pass unseen. Trimmed
+    pages are no longer resident, so new use of them shows again.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
 class RssProbe(Probe):
     """RSS: every page the process holds, native and Python alike. Allocators rarely give
     memory back, so RSS rises in steps and seldom falls."""
 
     name = "rss"
+
+    def before_window(self) -> None:
+        release_free_memory()
 
     def start(self) -> None:
         if has_procfs():
@@ -38,6 +69,9 @@ class UssProbe(Probe):
     """USS: pages private to the process. Exact but costly (it walks the page maps)."""
 
     name = "uss"
+
+    def before_window(self) -> None:
+        release_free_memory()
 
     def start(self) -> None:
         self._process = psutil.Process()
