@@ -1,0 +1,114 @@
+"""Shared bits of the example suites: problem scale, the ``cuda`` and ``rss_headroom`` markers,
+and allocator hygiene between tests.
+
+Scale: ``MEMBUDGET_EXAMPLES_SCALE=ci`` (the default: small, quick, for CI) or ``large`` (the
+size of the field workloads the seeds describe; minutes and gigabytes). Each example module
+reads :data:`SCALE` and picks its sizes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import os
+from collections.abc import Generator
+
+import pytest
+
+SCALES = ("ci", "large")
+SCALE = os.environ.get("MEMBUDGET_EXAMPLES_SCALE", "ci").strip().lower() or "ci"
+if SCALE not in SCALES:
+    raise pytest.UsageError(
+        f"MEMBUDGET_EXAMPLES_SCALE={SCALE!r}: expected one of {', '.join(SCALES)}"
+    )
+
+_SIZE_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+               "kb": 1000, "mb": 1000**2, "gb": 1000**3}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cuda: needs a CUDA device; skipped unless torch.cuda.is_available()"
+    )
+    config.addinivalue_line(
+        "markers",
+        "rss_headroom(size): set the membudget rss_peak budget to the process RSS at the start "
+        "of the test plus size (absolute RSS depends on the machine and on what ran before)",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"membudget examples scale: {SCALE} (MEMBUDGET_EXAMPLES_SCALE)"
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("cuda") for item in items) and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is False)")
+        for item in items:
+            if item.get_closest_marker("cuda"):
+                item.add_marker(skip)
+
+
+def parse_size(text: str | int) -> int:
+    if isinstance(text, int):
+        return text
+    number, _, unit = text.strip().partition(" ")
+    return int(float(number) * _SIZE_UNITS[(unit or "b").strip().lower()])
+
+
+def release_free_memory() -> None:
+    """Collect garbage and hand free heap pages back to the OS (glibc only).
+
+    Memory a previous test freed but the allocator kept would otherwise be reused by the next
+    test without raising RSS, and hide that test's growth from the rss probe.
+    """
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name and "libc" in name:
+        try:
+            ctypes.CDLL(name).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def current_rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    # Runs before the plugin's own setup hook reads the membudget markers.
+    release_free_memory()
+    headroom = item.get_closest_marker("rss_headroom")
+    if headroom is not None:
+        ceiling = current_rss() + parse_size(headroom.args[0])
+        item.add_marker(pytest.mark.membudget(rss_peak=ceiling), append=False)
+    return (yield)
+
+
+@pytest.fixture
+def scale() -> str:
+    return SCALE
+
+
+class MemoryTools:
+    """Helpers for tests that report figures of their own (not budgets)."""
+
+    current_rss = staticmethod(current_rss)
+    release_free_memory = staticmethod(release_free_memory)
+
+
+@pytest.fixture
+def memory_tools() -> type[MemoryTools]:
+    return MemoryTools
