@@ -1,0 +1,75 @@
+"""Budgets for a vectorised rollout with teacher inference (seed 004).
+
+One iteration is one rollout (``steps_per_rollout`` environment steps over all environments).
+
+* heap: the broken rollout keeps every per-env action array in a list that outlives the
+  rollout, plus an ever longer stacked copy; tracemalloc sees each of them.
+* rss: the same growth as the process sees it.
+* iter_time: the broken rollout stacks the whole accumulated list every rollout, so each
+  rollout takes longer than the one before (the falling SPS of the seed).
+
+The fixed rollout reuses preallocated buffers and passes all three.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import pytest_membudget
+from rollout import FixedTeacherRollout, LeakyTeacherRollout, RolloutConfig
+
+CONFIG = RolloutConfig()
+xfail_caught = pytest.mark.xfail(strict=True, raises=pytest_membudget.BudgetExceeded)
+
+# ~37 KiB per rollout of Python-visible arrays in the broken version.
+HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=60)
+RSS_BUDGET = pytest.mark.membudget(rss="8 KiB/iter", warmup=5, iterations=100)
+# The broken rollout slows by tens of microseconds per rollout (about 2 ms at the start);
+# the fixed one stays put. Separate from the heap budget: tracing would slow both loops.
+TIME_BUDGET = pytest.mark.membudget(iter_time="20 us/iter", warmup=5, iterations=150)
+
+
+def _report(label: str, rollout, result) -> None:
+    rate = rollout.steps * CONFIG.num_envs / max(result.seconds, 1e-9)
+    parts = [f"{name} {probe.slope:+.3g} {probe.unit}/iter" for name, probe in
+             result.probes.items()]
+    print(f"\n{label}: {', '.join(parts)}; {rate:,.0f} env-steps/s overall")
+
+
+@HEAP_BUDGET
+def test_preallocated_rollout_heap_is_flat(membudget):
+    rollout = FixedTeacherRollout(CONFIG)
+    _report("fixed", rollout, membudget.run(rollout.run_rollout))
+
+
+@xfail_caught
+@HEAP_BUDGET
+def test_accumulating_rollout_heap_grows(membudget):
+    rollout = LeakyTeacherRollout(CONFIG)
+    membudget.run(rollout.run_rollout)
+
+
+@RSS_BUDGET
+def test_preallocated_rollout_rss_is_flat(membudget):
+    rollout = FixedTeacherRollout(CONFIG)
+    _report("fixed", rollout, membudget.run(rollout.run_rollout))
+
+
+@xfail_caught
+@RSS_BUDGET
+def test_accumulating_rollout_rss_grows(membudget):
+    rollout = LeakyTeacherRollout(CONFIG)
+    membudget.run(rollout.run_rollout)
+
+
+@TIME_BUDGET
+def test_preallocated_rollout_keeps_its_pace(membudget):
+    rollout = FixedTeacherRollout(CONFIG)
+    _report("fixed", rollout, membudget.run(rollout.run_rollout))
+
+
+@xfail_caught
+@TIME_BUDGET
+def test_accumulating_rollout_slows_down(membudget):
+    rollout = LeakyTeacherRollout(CONFIG)
+    membudget.run(rollout.run_rollout)
