@@ -53,9 +53,9 @@ def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10,
             entry = groups.setdefault(key, [0, 0])
             entry[0] += int(block.get("size", 0))
             entry[1] += 1
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"file": f, "line": line, "function": name, "pool": pool, "bytes": size, "blocks": n}
         for (f, line, name, pool), (size, n) in groups.items()
     ]
-    rows.sort(key=lambda r: r["bytes"], reverse=True)
+    rows.sort(key=lambda r: int(r["bytes"]), reverse=True)
     return rows[:top]

@@ -49,7 +49,7 @@ def pairwise_slopes(x: FloatArray, y: FloatArray) -> FloatArray:
     i, j = np.triu_indices(len(x), k=1)
     dx = x[j] - x[i]
     keep = dx != 0
-    slopes = (y[j][keep] - y[i][keep]) / dx[keep]
+    slopes: FloatArray = (y[j][keep] - y[i][keep]) / dx[keep]
     slopes.sort()
     return slopes
 
@@ -86,7 +86,8 @@ def block_floors(x: FloatArray, y: FloatArray, blocks: int) -> tuple[FloatArray,
     blocks = max(1, min(blocks, len(x)))
     fx = np.empty(blocks)
     fy = np.empty(blocks)
-    for k, (bx, by) in enumerate(zip(np.array_split(x, blocks), np.array_split(y, blocks))):
+    parts = zip(np.array_split(x, blocks), np.array_split(y, blocks), strict=True)
+    for k, (bx, by) in enumerate(parts):
         at = int(np.argmin(by))
         fx[k] = bx[at]
         fy[k] = by[at]

@@ -56,7 +56,8 @@ def _marker_kwargs(item: pytest.Item) -> dict[str, object] | None:
 
 
 def _applies(item: pytest.Item) -> bool:
-    return FIXTURE in getattr(item, "fixturenames", ()) or item.get_closest_marker(MARKER) is not None
+    uses_fixture = FIXTURE in getattr(item, "fixturenames", ())
+    return uses_fixture or item.get_closest_marker(MARKER) is not None
 
 
 @pytest.hookimpl(tryfirst=True)

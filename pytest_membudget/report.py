@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Sequence
@@ -53,7 +54,7 @@ def sparkline(values: Sequence[float], width: int = 40) -> str:
         return ""
     width = min(width, n)
     edges = [round(i * n / width) for i in range(width + 1)]
-    points = [sum(values[a:b]) / max(b - a, 1) for a, b in zip(edges, edges[1:])]
+    points = [sum(values[a:b]) / max(b - a, 1) for a, b in itertools.pairwise(edges)]
     low, high = min(points), max(points)
     if high - low <= 0:
         return SPARKS[0] * width
@@ -70,10 +71,12 @@ def describe_outcome(outcome: Outcome, judgement: ProbeJudgement) -> str:
         return (
             f"{probe} still grows {fmt(probe, t.slope, per_iter=True)} at the end of the run "
             f"(lower bound {fmt(probe, t.lower, per_iter=True)}, upper "
-            f"{fmt(probe, t.upper, per_iter=True)}), budget {fmt(probe, budget.limit, per_iter=True)}"
+            f"{fmt(probe, t.upper, per_iter=True)}), "
+            f"budget {fmt(probe, budget.limit, per_iter=True)}"
         )
     if budget.kind == "peak":
-        return f"{probe} peaked at {fmt(probe, outcome.measured)}, budget {fmt(probe, budget.limit)}"
+        return (f"{probe} peaked at {fmt(probe, outcome.measured)}, "
+                f"budget {fmt(probe, budget.limit)}")
     return (
         f"{probe} grew {fmt(probe, outcome.measured)} after warm-up, "
         f"budget {fmt(probe, budget.limit)}"
@@ -108,7 +111,7 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
             if probe is None:
                 row += ["-", "-"]
                 continue
-            window = [v for v, at in zip(probe.samples, probe.sample_iterations)
+            window = [v for v, at in zip(probe.samples, probe.sample_iterations, strict=True)
                       if at >= result.warmup]
             start, end = (window[0], window[-1]) if window else (math.nan, math.nan)
             row += [f"{fmt(probe.name, start)} -> {fmt(probe.name, end)}",
@@ -126,7 +129,7 @@ def series_lines(result: MembudgetResult) -> list[str]:
         if not len(probe.samples):
             continue
         # The window only: warm-up samples are taken without collecting garbage.
-        values = [float(v) for v, at in zip(probe.samples, probe.sample_iterations)
+        values = [float(v) for v, at in zip(probe.samples, probe.sample_iterations, strict=True)
                   if at >= result.warmup]
         if not values:
             continue
@@ -169,8 +172,9 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
                   for t in evidence["threads"]]
     if evidence.get("cuda_blocks"):
         lines.append("  live CUDA blocks allocated in the window (allocator history):")
-        lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: +{fmt('heap', b['bytes'])}"
-                  f" in {b['blocks']} blocks ({b['pool']} pool)" for b in evidence["cuda_blocks"]]
+        lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: "
+                  f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks ({b['pool']} pool)"
+                  for b in evidence["cuda_blocks"]]
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from pytest_membudget.probes import Probe
-from pytest_membudget.spec import BudgetSpec
 from pytest_membudget.attribution import collect as collect_evidence
 from pytest_membudget.attribution import evidence_iterations
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.probes import Probe
 from pytest_membudget.report import describe_outcome
 from pytest_membudget.results import MembudgetResult, ProbeResult
+from pytest_membudget.spec import BudgetSpec
 from pytest_membudget.verdict import AMBIGUOUS, FAIL, Verdict, judge
 
 #: Share of the workload's time that sampling may take; the sampling stride follows from it.
@@ -140,6 +140,7 @@ def measure(
         max_stride = max(1, target_total // min_samples)
         checkpoint = run.iterations if run.iterations is not None else min(
             run.min_iterations, run.max_iterations)
+        _prime_judgement(spec)
         if collect:
             gc.collect()
             # Freezing moves everything alive before the window out of the collector's
@@ -207,6 +208,15 @@ def measure(
             probe.stop()
         m.seconds = clock() - m.started
     return m
+
+
+def _prime_judgement(spec: BudgetSpec) -> None:
+    """Judge a synthetic window once before the real one opens. The first judgement in a
+    process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand objects
+    and 1 MiB); inside a window they read as growth of the first budgeted test of each
+    process, which under pytest-xdist is a different test on each worker."""
+    x = np.arange(1.0, 33.0)
+    judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
 
 
 def _stride(sample_cost: float, iter_cost: float, max_stride: int) -> int:

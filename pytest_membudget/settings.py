@@ -125,10 +125,11 @@ def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
             group.addoption(option.flag, action="store", default=None, dest=option.ini,
                             metavar=option.metavar, help=option.help)
         if not option.flag_only:
-            ini_type = "linelist" if option.kind == "linelist" else "string"
-            parser.addini(option.ini, option.help, type=ini_type,
-                          default=list(option.default) if ini_type == "linelist"
-                          else option.default)
+            if option.kind == "linelist":
+                parser.addini(option.ini, option.help, type="linelist",
+                              default=list(option.default))
+            else:
+                parser.addini(option.ini, option.help, type="string", default=option.default)
 
 
 def raw_value(config: pytest.Config, option: Option) -> tuple[Any, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping
@@ -208,15 +209,13 @@ def parse_run_value(key: str, value: object, where: str) -> Any:
         return parse_bool(key, value, where)
     if key == "confidence":
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
         if isinstance(value, bool) or not isinstance(value, float) or not 0.5 < value < 1:
             raise SpecError(f"confidence={value!r} {where}: expected a number between 0.5 and 1")
         return value
     if key == "device":
-        if value is None or isinstance(value, (int, str)) and not isinstance(value, bool):
+        if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
             return None if value is None else str(value)
         raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
     raise SpecError(f"unknown run setting {key!r} {where}")

@@ -7,7 +7,7 @@ processes (pytest-xdist workers) share one GPU. Only ``cuda_device_used`` is dev
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_membudget.probes import Probe
 
@@ -50,7 +50,7 @@ def unavailable_reason(device: str | None) -> str | None:
 class DeviceStats:
     """memory_stats of one device, fetched once per sample for all CUDA probes."""
 
-    _shared: dict[str | None, DeviceStats] = {}
+    _shared: ClassVar[dict[str | None, DeviceStats]] = {}
 
     def __init__(self, device: str | None) -> None:
         import torch
@@ -82,7 +82,7 @@ class DeviceStats:
         if self.ready:
             return
         self.ready = True
-        self.torch.cuda.init()
+        self.torch.cuda.init()  # type: ignore[no-untyped-call]
         self.torch.empty(1, device=self.device)
         self.torch.cuda.synchronize(self.device)
 

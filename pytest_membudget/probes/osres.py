@@ -45,7 +45,7 @@ class FdsProbe(Probe):
             return float(len(os.listdir(self._fd_dir)))
         if hasattr(self._process, "num_fds"):
             return float(self._process.num_fds())
-        return float(self._process.num_handles())
+        return float(self._process.num_handles())  # type: ignore[attr-defined]
 
 
 PROBE_CLASSES: dict[str, type[Probe]] = {"threads": ThreadsProbe, "fds": FdsProbe}
