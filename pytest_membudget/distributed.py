@@ -83,11 +83,12 @@ def oversubscription(workers: Mapping[str, Mapping[str, Any]]) -> str | None:
         cpus = min(int(facts.get("cpus", 0)) or 1 for facts in busy)
         if len(busy) > cpus:
             return (
-                f"membudget: budgeted tests ran on {len(busy)} xdist workers on {host or 'one host'}"
-                f", which has {cpus} CPU core(s); workers competing for cores add noise to "
-                "iter_time and stretch auto runs towards max_seconds, so more verdicts may end "
-                f"inconclusive. Run with -n {cpus} or fewer, or keep heavy budgeted tests on one "
-                "worker with --dist loadgroup and @pytest.mark.xdist_group(name=...)"
+                f"membudget: budgeted tests ran on {len(busy)} xdist workers on "
+                f"{host or 'one host'}, which has {cpus} CPU core(s); workers competing for "
+                "cores add noise to iter_time and stretch auto runs towards max_seconds, so "
+                f"more verdicts may end inconclusive. Run with -n {cpus} or fewer, or keep "
+                "heavy budgeted tests on one worker with --dist loadgroup and "
+                "@pytest.mark.xdist_group(name=...)"
             )
     return None
 

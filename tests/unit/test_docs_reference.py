@@ -28,7 +28,7 @@ def load_extension() -> ModuleType:
 def test_every_option_has_a_row_with_its_ini_key_flag_and_help() -> None:
     rows = load_extension().option_rows()
     assert len(rows) == len(OPTIONS)
-    for option, (ini, flag, _marker, default, meaning) in zip(OPTIONS, rows):
+    for option, (ini, flag, _marker, default, meaning) in zip(OPTIONS, rows, strict=True):
         assert flag.startswith(option.flag)
         assert ini == ("(flag only)" if option.flag_only else option.ini)
         assert meaning == option.help
