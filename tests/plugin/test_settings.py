@@ -39,6 +39,11 @@ def run_settings(pytester: pytest.Pytester, recorded, *args: str) -> dict:
 def test_every_option_is_covered_here() -> None:
     tested = {"iterations", "warmup", "min_iterations", "max_iterations", "max_seconds", "gc",
               "evidence", "confidence", "budget", "disable", "cuda_history", "require_cuda"}
+    # Gating keys are read in their own test modules: test_gating_json.py (json,
+    # json_samples), test_gating_baseline.py (storage, save, save_overwrite, autosave,
+    # compare, compare_fail), test_gating_plot.py (plot).
+    tested |= {"json", "json_samples", "storage", "save", "save_overwrite", "autosave",
+               "compare", "compare_fail", "plot"}
     assert {o.key for o in OPTIONS} <= tested
 
 
