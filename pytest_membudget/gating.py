@@ -167,6 +167,11 @@ class Gate:
                 self.problems.append(f"{step.__name__.strip('_')}: {exc}")
         if self.baseline is not None and self.baseline_path is not None:
             self.comparison = compare(self.baseline, full, self.gating.policy)
+            other = self.baseline.get("machine", {}).get("fingerprint")
+            if other != self.fingerprint:
+                self.lines.append(f"membudget: note: the baseline comes from another machine "
+                                  f"({other}, this one is {self.fingerprint}); slopes may "
+                                  "differ for that reason alone")
             verbose = self.config.get_verbosity() > 0
             self.lines += comparison_lines(self.comparison, self.baseline_path, verbose=verbose)
             if self.comparison.regressions and session.exitstatus == pytest.ExitCode.OK:
