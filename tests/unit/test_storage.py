@@ -73,7 +73,7 @@ def test_check_save_refuses_an_existing_name_unless_overwrite(tmp_path: Path) ->
     path = storage.check_save(tmp_path, FP, "main", overwrite=False)
     assert path == tmp_path / FP / "main.json"
     storage.write_json(path, doc())
-    with pytest.raises(ReportFileError, match="already exists.*--membudget-save-overwrite"):
+    with pytest.raises(ReportFileError, match=r"already exists.*--membudget-save-overwrite"):
         storage.check_save(tmp_path, FP, "main", overwrite=False)
     assert storage.check_save(tmp_path, FP, "main", overwrite=True) == path
 
@@ -102,13 +102,14 @@ def test_find_latest_by_created_time(tmp_path: Path) -> None:
 
 
 def test_find_errors_say_what_exists(tmp_path: Path) -> None:
-    with pytest.raises(ReportFileError, match="no saved baseline for this machine .*--membudget-save"):
+    with pytest.raises(ReportFileError,
+                       match=r"no saved baseline for this machine .*--membudget-save"):
         storage.find_baseline(tmp_path, FP, None)
     storage.write_json(tmp_path / "Other-arm64" / "main.json", doc())
     with pytest.raises(ReportFileError, match="other machines: Other-arm64"):
         storage.find_baseline(tmp_path, FP, None)
     storage.write_json(tmp_path / FP / "main.json", doc())
-    with pytest.raises(ReportFileError, match="no baseline named 'dev'.*saved here: main"):
+    with pytest.raises(ReportFileError, match=r"no baseline named 'dev'.*saved here: main"):
         storage.find_baseline(tmp_path, FP, "dev")
 
 
@@ -123,5 +124,5 @@ def test_find_by_path(tmp_path: Path) -> None:
 def test_latest_with_a_corrupt_file_names_it(tmp_path: Path) -> None:
     storage.write_json(tmp_path / FP / "good.json", doc())
     (tmp_path / FP / "broken.json").write_text("{")
-    with pytest.raises(ReportFileError, match="broken.json is not valid JSON"):
+    with pytest.raises(ReportFileError, match=r"broken\.json is not valid JSON"):
         storage.find_baseline(tmp_path, FP, None)
