@@ -33,6 +33,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "quiet_cpu: judges wall time (iter_time); skipped when the CPU is oversubscribed "
+        "(1-minute load average above the number of cores + 0.5)",
+    )
+    config.addinivalue_line(
+        "markers",
         "rss_headroom(size): set the membudget rss_peak budget to the process RSS at the start "
         "of the test plus size (absolute RSS depends on the machine and on what ran before)",
     )
@@ -56,6 +61,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("cuda"):
                 item.add_marker(skip)
+
+
+def cpu_oversubscribed() -> str | None:
+    """Why wall-time verdicts cannot be trusted now, or None."""
+    if not hasattr(os, "getloadavg"):
+        return None
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    if load > cores + 0.5:
+        return (f"CPU oversubscribed (load average {load:.1f} on {cores} cores): other "
+                "processes' time slices would read as the loop slowing down or speeding up")
+    return None
 
 
 def parse_size(text: str | int) -> int:
@@ -90,6 +107,10 @@ def current_rss() -> int:
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     # Runs before the plugin's own setup hook reads the membudget markers.
     release_free_memory()
+    if item.get_closest_marker("quiet_cpu") is not None:
+        reason = cpu_oversubscribed()
+        if reason:
+            pytest.skip(reason)
     headroom = item.get_closest_marker("rss_headroom")
     if headroom is not None:
         ceiling = current_rss() + parse_size(headroom.args[0])

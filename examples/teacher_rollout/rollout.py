@@ -101,7 +101,7 @@ class LeakyTeacherRollout(TeacherRollout):
             self.env.step(np.stack(step_actions, axis=0))
             self.steps += 1
         # Supervision target for the whole history: a new, ever longer array each rollout.
-        self.actions_stacked = np.stack(self.all_teacher_actions, axis=0)
+        self.actions_stacked = np.array(self.all_teacher_actions)
         self.rollouts += 1
 
 

@@ -19,18 +19,29 @@ import pytest_membudget
 from rollout import FixedTeacherRollout, LeakyTeacherRollout, RolloutConfig
 
 CONFIG = RolloutConfig()
+# Many single-agent envs for the rss budget: ~140 KiB per rollout, so that RSS, which grows in
+# page and arena steps, rises in every stretch of the run.
+RSS_CONFIG = RolloutConfig(num_envs=64, num_agents=1)
 xfail_caught = pytest.mark.xfail(strict=True, raises=pytest_membudget.BudgetExceeded)
 
 # ~37 KiB per rollout of Python-visible arrays in the broken version.
-HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=60)
-RSS_BUDGET = pytest.mark.membudget(rss="8 KiB/iter", warmup=5, iterations=100)
-# The broken rollout slows by tens of microseconds per rollout (about 2 ms at the start);
-# the fixed one stays put. Separate from the heap budget: tracing would slow both loops.
-TIME_BUDGET = pytest.mark.membudget(iter_time="20 us/iter", warmup=5, iterations=150)
+# The heap budget keeps the plugin's evidence (the lines that allocated the growth) on; the
+# others turn it off, because the evidence rerun traces 16 frames per allocation, which
+# makes this allocation-heavy loop many times slower.
+HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=32)
+RSS_BUDGET = pytest.mark.membudget(rss="8 KiB/iter", warmup=5, iterations=100, evidence=False)
+# Timing uses short rollouts (a few hundred microseconds): under CPU contention a short
+# iteration either runs undisturbed or shows a spike, and the verdict's block floors keep the
+# undisturbed ones; long iterations would be slowed as a whole. The broken rollout's stack
+# over the accumulated list adds a few microseconds per rollout; the fixed one stays put.
+# Separate from the heap budget: tracing would slow both loops.
+TIME_CONFIG = RolloutConfig(num_envs=8, steps_per_rollout=4)
+TIME_BUDGET = pytest.mark.membudget(iter_time="2 us/iter", warmup=5, iterations=400,
+                                     evidence=False)
 
 
 def _report(label: str, rollout, result) -> None:
-    rate = rollout.steps * CONFIG.num_envs / max(result.seconds, 1e-9)
+    rate = rollout.steps * rollout.cfg.num_envs / max(result.seconds, 1e-9)
     parts = [f"{name} {probe.slope:+.3g} {probe.unit}/iter" for name, probe in
              result.probes.items()]
     print(f"\n{label}: {', '.join(parts)}; {rate:,.0f} env-steps/s overall")
@@ -51,25 +62,27 @@ def test_accumulating_rollout_heap_grows(membudget):
 
 @RSS_BUDGET
 def test_preallocated_rollout_rss_is_flat(membudget):
-    rollout = FixedTeacherRollout(CONFIG)
+    rollout = FixedTeacherRollout(RSS_CONFIG)
     _report("fixed", rollout, membudget.run(rollout.run_rollout))
 
 
 @xfail_caught
 @RSS_BUDGET
 def test_accumulating_rollout_rss_grows(membudget):
-    rollout = LeakyTeacherRollout(CONFIG)
+    rollout = LeakyTeacherRollout(RSS_CONFIG)
     membudget.run(rollout.run_rollout)
 
 
+@pytest.mark.quiet_cpu
 @TIME_BUDGET
 def test_preallocated_rollout_keeps_its_pace(membudget):
-    rollout = FixedTeacherRollout(CONFIG)
+    rollout = FixedTeacherRollout(TIME_CONFIG)
     _report("fixed", rollout, membudget.run(rollout.run_rollout))
 
 
+@pytest.mark.quiet_cpu
 @xfail_caught
 @TIME_BUDGET
 def test_accumulating_rollout_slows_down(membudget):
-    rollout = LeakyTeacherRollout(CONFIG)
+    rollout = LeakyTeacherRollout(TIME_CONFIG)
     membudget.run(rollout.run_rollout)
