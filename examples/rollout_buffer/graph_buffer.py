@@ -69,8 +69,8 @@ class ObservationLayout:
         }
         if self.keep_internal:
             spaces.update({
-                # dense adjacency of the first 128 nodes, used for PBRS reward shaping only
-                "_adjacency_graph": ((128, 128), np.dtype(np.float32)),
+                # dense adjacency of the first 100 nodes, used for PBRS reward shaping only
+                "_adjacency_graph": ((100, 100), np.dtype(np.float32)),
                 # spatial hash and build artefacts of the graph
                 "_graph_data": ((s.spatial_cells, s.spatial_cells), np.dtype(np.int32)),
                 "switch_states_dict": ((s.switches, 2), np.dtype(np.float32)),
