@@ -164,7 +164,8 @@ def test_results_travel_on_the_report_and_junit(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=out.xml")
     result.assert_outcomes(passed=1, failed=1)
     xml = (pytester.path / "out.xml").read_text()
-    assert 'property name="membudget"' in xml
+    assert 'property name="membudget.verdict" value="fail"' in xml
+    assert 'property name="membudget.gc_objects.slope" value="1 objects/iter [' in xml
 
 
 def test_heap_probe_reads_the_plugins_own_loop_as_flat(pytester: pytest.Pytester) -> None:
