@@ -156,7 +156,8 @@ class Gate:
         full = jsonreport.build_document(
             self.results, self.outcomes, samples=True, exitstatus=int(session.exitstatus),
             machine_facts={**self.machine,
-                           "cuda_device": self.machine["cuda_device"] or self.worker_cuda})
+                           # Known now that the tests may have imported torch.
+                           "cuda_device": jsonreport.cuda_device() or self.worker_cuda})
         kept = full if self.gating.json_samples else jsonreport.without_samples(full)
         for step in (self._write_json, self._save, self._plot):
             try:

@@ -1,4 +1,4 @@
-"""The terminal summary table follows pytest's verbosity."""
+"""The terminal summary table follows pytest's verbosity (-qq: tests/unit)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ def test_every_budgeted_test_passed_or_failed(pytester: pytest.Pytester) -> None
 @pytest.mark.parametrize(("flags", "shown", "hidden"), [
     (["-v"], ["*growth*warm-up*stopped*", "*test_grows*fixed count*"], []),
     (["-q"], ["*test_over*fail*"], ["test_work.py::test_grows*"]),
-    (["-qq"], [], ["*- membudget -*", "test_work.py::test_over*"]),
 ])
 def test_verbosity(pytester: pytest.Pytester, flags: list[str], shown: list[str],
                    hidden: list[str]) -> None:
