@@ -29,7 +29,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, {root!r})
+if {root!r} not in sys.path:
+    sys.path.append({root!r})
 
 _RESULTS = Path(__file__).with_name({results!r})
 _CONFIG = []
@@ -54,6 +55,7 @@ def pytest_runtest_logreport(report):
         "duration": report.duration,
         "membudget": getattr(report, "membudget", None),
         "longrepr": text,
+        "plugin_file": getattr(sys.modules.get("pytest_membudget"), "__file__", None),
     }}
     with _RESULTS.open("a") as stream:
         stream.write(json.dumps(record) + "\\n")
@@ -91,8 +93,13 @@ import pytest
 
 from bench.detection.cases import CASES, close_step, missing_requirements
 
+import numpy  # noqa: F401  imported before any test so that memray does not count it
+
+from bench.detection.cases import _libc_handle
+
+_libc_handle()
 if importlib.util.find_spec("torch") is not None:
-    import torch  # noqa: F401  imported before any test so that memray does not count it
+    import torch
 
     torch.set_num_threads(1)
 
@@ -100,16 +107,24 @@ ITERATIONS = {iterations}
 _KEEP = []
 
 
-def _loop(name):
+def _loop(name, iterations=ITERATIONS):
     case = CASES[name]
     missing = missing_requirements(case)
     if missing:
         pytest.skip(f"{{name}} needs {{missing}}")
     step = case.make()
     _KEEP.append(step)
-    for _ in range(ITERATIONS):
+    for _ in range(iterations):
         step()
     close_step(step)
+'''
+
+_MEMRAY_WARM = '''
+
+def test_{name}__warm():
+    # Unmarked: first-call effects of the case's code (specialisation, caches of the
+    # interpreter) happen here, not in the judged tests below.
+    _loop({name!r}, 20)
 '''
 
 _MEMRAY_TEST = '''
@@ -143,6 +158,7 @@ def write_suite(directory: Path, root: str, cases: Sequence[Case], *, memray_thr
     if thresholds:
         body = _MEMRAY_HEAD.format(iterations=memray_iterations)
         for case in cases:
+            body += _MEMRAY_WARM.format(name=case.name)
             for threshold in thresholds:
                 body += _MEMRAY_TEST.format(name=case.name, threshold=threshold,
                                             label=threshold_label(threshold))

@@ -60,21 +60,49 @@ class Run:
 # ----------------------------------------------------------------------------- running pytest
 
 
-def plugin_fingerprint() -> str:
-    """A short hash of the installed plugin's sources, so runs made while the plugin was being
-    edited can be told apart."""
-    import hashlib
+_FROZEN: list[str] = []  # the directory holding a frozen copy of the plugin, if any
+
+
+def plugin_location() -> Path | None:
     import importlib.util
 
+    if _FROZEN:
+        return Path(_FROZEN[0]) / "pytest_membudget"
     spec = importlib.util.find_spec("pytest_membudget")
     if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def plugin_fingerprint() -> str:
+    """A short hash of the plugin's sources, so runs made while the plugin was being edited
+    can be told apart."""
+    import hashlib
+
+    location = plugin_location()
+    if location is None:
         return "not-installed"
     digest = hashlib.sha1()
-    for location in spec.submodule_search_locations:
-        for path in sorted(Path(location).rglob("*.py")):
-            digest.update(str(path.relative_to(location)).encode())
-            digest.update(path.read_bytes())
+    for path in sorted(location.rglob("*.py")):
+        digest.update(str(path.relative_to(location)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
+
+
+def freeze_plugin(directory: Path) -> str:
+    """Copy the installed plugin's sources under ``directory`` and put that copy first on the
+    subprocesses' path, so every repeat measures the same code even while the working tree is
+    being edited (the editable install's finder comes after PYTHONPATH)."""
+    import shutil
+
+    location = plugin_location()
+    if location is None:
+        raise SystemExit("pytest-membudget is not installed: pip install -e .")
+    target = directory / "frozen"
+    shutil.copytree(location, target / "pytest_membudget",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _FROZEN.append(str(target))
+    return plugin_fingerprint()
 
 
 def _env() -> dict[str, str]:
@@ -233,7 +261,8 @@ def run_memray(directory: Path, cases: Sequence[Case], thresholds: Sequence[str]
                timeout: float, log: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for case in cases:
-        nodeids = [f"test_memray.py::test_{case.name}__{threshold_label(t)}" for t in thresholds]
+        nodeids = [f"test_memray.py::test_{case.name}__warm"] + [
+            f"test_memray.py::test_{case.name}__{threshold_label(t)}" for t in thresholds]
         records, seconds, returncode, _output = run_pytest(directory, ["--memray", *nodeids],
                                                           timeout)
         verdicts = {}
@@ -497,6 +526,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a previous --json file: print cases whose verdicts differ")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds allowed to one case's pytest process")
+    parser.add_argument("--live-plugin", action="store_true",
+                        help="use the installed plugin as it is at each run instead of a copy "
+                             "frozen at the start")
     parser.add_argument("--keep", action="store_true", help="keep the generated directory")
     args = parser.parse_args(argv)
 
@@ -514,6 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_suite(directory, ROOT, cases, memray_thresholds=thresholds if args.memray else (),
                 memray_iterations=args.memray_iterations, evidence=not args.no_evidence)
     print(f"generated suite in {directory}", file=log)
+    if not args.live_plugin:
+        print(f"plugin frozen at start: {freeze_plugin(directory)}", file=log)
     if args.workers:
         mode = f"-n {args.workers}, {args.repeats} repeats"
         if args.no_evidence:
