@@ -24,7 +24,7 @@ PEAK_CONFIG = {
     "ci": GridConfig(width=4, height=4, n_agents=2, horizon=16, goal_cells=3),
     "large": GridConfig(width=4, height=4, n_agents=3, horizon=8, goal_cells=3),
 }[SCALE]
-PEAK_HEADROOM = {"ci": "16 MiB", "large": "768 MiB"}[SCALE]
+PEAK_HEADROOM = {"ci": "20 MiB", "large": "768 MiB"}[SCALE]
 
 # Growth test: one measured iteration per timestep. The DAG saturates after a few steps, so
 # the last few timesteps (near t=0, small) are left out of the run. (With evidence on, a

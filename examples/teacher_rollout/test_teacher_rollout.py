@@ -28,7 +28,7 @@ xfail_caught = pytest.mark.xfail(strict=True, raises=pytest_membudget.BudgetExce
 # The heap budget keeps the plugin's evidence (the lines that allocated the growth) on; the
 # others turn it off, because the evidence rerun traces 16 frames per allocation, which
 # makes this allocation-heavy loop many times slower.
-HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=32)
+HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=24)
 RSS_BUDGET = pytest.mark.membudget(rss="8 KiB/iter", warmup=5, iterations=100, evidence=False)
 # Timing uses short rollouts (a few hundred microseconds): under CPU contention a short
 # iteration either runs undisturbed or shows a spike, and the verdict's block floors keep the
