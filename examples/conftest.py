@@ -8,6 +8,7 @@ reads :data:`SCALE` and picks its sizes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
@@ -91,10 +92,8 @@ def release_free_memory() -> None:
     gc.collect()
     name = ctypes.util.find_library("c")
     if name and "libc" in name:
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(name).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
 
 
 def current_rss() -> int:

@@ -98,7 +98,7 @@ class GridWorld:
 
     def successors(self, state: State, profile: tuple[int, ...]) -> list[tuple[State, float]]:
         t, cells = state[0], state[1:]
-        moved = tuple(self._move(c, a) for c, a in zip(cells, profile))
+        moved = tuple(self._move(c, a) for c, a in zip(cells, profile, strict=False))
         intended = (t + 1, *moved)
         slipped = (t + 1, cells[0], *moved[1:])
         if slipped == intended:
@@ -283,7 +283,10 @@ def flatten_cache_slice(per_state: list[list[dict[ReachGoal, np.ndarray]]]) -> n
     """All attainment arrays of a layer, concatenated in (state, profile, goal, successor)
     order: one int8 array, the compact form that goes to disk."""
     arrays = [
-        array for per_profile in per_state for per_goal in per_profile for array in per_goal.values()
+        array
+        for per_profile in per_state
+        for per_goal in per_profile
+        for array in per_goal.values()
     ]
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int8)
 

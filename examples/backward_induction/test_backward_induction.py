@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 import pytest
+from induction import BackwardInduction, DiskSliceStore, GridConfig, GridWorld, InMemoryStore, Store
 
 import pytest_membudget
-from induction import BackwardInduction, DiskSliceStore, GridConfig, GridWorld, InMemoryStore, Store
 
 SCALE = os.environ.get("MEMBUDGET_EXAMPLES_SCALE", "ci").strip().lower() or "ci"
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from graph_buffer import INTERNAL_KEYS, ObservationLayout, PPOCollector
 
 import pytest_membudget
-from graph_buffer import INTERNAL_KEYS, ObservationLayout, PPOCollector
 
 N_STEPS, N_ENVS = 64, 6
 OBSERVATIONS = N_STEPS * N_ENVS

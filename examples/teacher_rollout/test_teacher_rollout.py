@@ -14,9 +14,9 @@ The fixed rollout reuses preallocated buffers and passes all three.
 from __future__ import annotations
 
 import pytest
+from rollout import FixedTeacherRollout, LeakyTeacherRollout, RolloutConfig
 
 import pytest_membudget
-from rollout import FixedTeacherRollout, LeakyTeacherRollout, RolloutConfig
 
 CONFIG = RolloutConfig()
 # Many single-agent envs for the rss budget: ~140 KiB per rollout, so that RSS, which grows in

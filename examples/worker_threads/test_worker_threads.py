@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from trials import JoiningTrialRunner, LeakyTrialRunner, PooledTrialRunner, TrialConfig
 
 import pytest_membudget
-from trials import JoiningTrialRunner, LeakyTrialRunner, PooledTrialRunner, TrialConfig
 
 # A larger replay buffer than the default so that the abandoned buffers show in RSS too:
 # 3 workers x 4096 x 80 floats = ~3.75 MiB left behind per leaky trial.
