@@ -376,12 +376,16 @@ def ladders(cases: Sequence[Case], runs: dict[str, list[Run]]) -> dict[str, Any]
         members = sorted(members, key=lambda c: c.rate or 0.0)
         rungs = [{"case": c.name, "rate": c.rate, "reliable": reliably_caught(c, runs[c.name]),
                   "verdicts": "".join(r.char for r in runs[c.name])} for c in members]
-        # Smallest rate from which every larger rung is caught in every repeat.
-        smallest = None
-        for rung in reversed(rungs):
-            if not rung["reliable"]:
-                break
-            smallest = rung["rate"]
+        if family.startswith("rss ladder"):
+            # A ladder: the smallest rate from which every larger rung is caught every time.
+            smallest = None
+            for rung in reversed(rungs):
+                if not rung["reliable"]:
+                    break
+                smallest = rung["rate"]
+        else:
+            # Mixed shapes (bursty, late onset): the smallest rate caught in every repeat.
+            smallest = min((r["rate"] for r in rungs if r["reliable"]), default=None)
         out[family] = {"rungs": rungs, "smallest_reliable_rate": smallest}
     return out
 
@@ -529,6 +533,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--live-plugin", action="store_true",
                         help="use the installed plugin as it is at each run instead of a copy "
                              "frozen at the start")
+    parser.add_argument("--plugin-from", default=None, metavar="DIR",
+                        help="a directory holding a copy of pytest_membudget/ to test (to "
+                             "compare several runs on the same code)")
     parser.add_argument("--keep", action="store_true", help="keep the generated directory")
     args = parser.parse_args(argv)
 
@@ -546,7 +553,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_suite(directory, ROOT, cases, memray_thresholds=thresholds if args.memray else (),
                 memray_iterations=args.memray_iterations, evidence=not args.no_evidence)
     print(f"generated suite in {directory}", file=log)
-    if not args.live_plugin:
+    if args.plugin_from:
+        _FROZEN.append(str(Path(args.plugin_from).resolve()))
+        print(f"plugin from {args.plugin_from}: {plugin_fingerprint()}", file=log)
+    elif not args.live_plugin:
         print(f"plugin frozen at start: {freeze_plugin(directory)}", file=log)
     if args.workers:
         mode = f"-n {args.workers}, {args.repeats} repeats"

@@ -1,0 +1,102 @@
+"""Render a markdown results table from ``--json`` files of the detection benchmark.
+
+    python -m bench.detection.table SERIAL.json [--xdist N2.json] [--memray MEMRAY.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
+           memray: dict[str, Any] | None) -> str:
+    xrows = {r["case"]: r for r in xdist["summary"]["table"]} if xdist else {}
+    thresholds = memray.get("memray_thresholds") or [] if memray else []
+    mdata = memray.get("memray") or {} if memray else {}
+    head = ("| case | truth | probe | rate | verdicts | failed probes | calls | call s | bare s "
+            "| x bare |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    if xdist:
+        head += " -n 2 |"
+        rule += "---|"
+    for threshold in thresholds:
+        head += f" memray {threshold} |"
+        rule += "---|"
+    lines = [head, rule]
+    for row in serial["summary"]["table"]:
+        verdicts = row["verdicts"].replace(".", "·")
+        cells = [row["case"], row["truth"], row["expected_probe"] or "-", row["rate"],
+                 f"`{verdicts}`" + ("" if row["ok"] else " ✗"),
+                 ",".join(row["failed_probes"]) or "-", _fmt(row["calls_median"], ".0f"),
+                 _fmt(row["call_seconds_median"], ".2f"), _fmt(row["bare_seconds"], ".3f"),
+                 _fmt(row["ratio"], ".1f")]
+        if xdist:
+            other = xrows.get(row["case"], {}).get("verdicts", "-").replace(".", "·")
+            cells.append(f"`{other}`")
+        for threshold in thresholds:
+            char = mdata.get(row["case"], {}).get("verdicts", {}).get(threshold, {}).get("char")
+            cells.append({"F": "F", ".": "·"}.get(char or "", char or "-"))
+        lines.append("| " + " | ".join(cells) + " |")
+    counts = serial["summary"]["counts"]
+    ratios = [r["ratio"] for r in serial["summary"]["table"] if r["ratio"] is not None]
+    lines += [
+        "",
+        f"- leak runs caught: {counts['leak_caught']}/{counts['leak_runs']} "
+        f"(detection rate {_fmt(counts['detection_rate'], '.1%')})",
+        f"- clean runs flagged: {counts['clean_flagged']}/{counts['clean_runs']} "
+        f"(false-alarm rate {_fmt(counts['false_alarm_rate'], '.1%')})",
+        f"- cases whose verdict flips between repeats: {counts['flips']}; "
+        f"errors/timeouts: {counts['errors']}",
+        f"- call time / bare loop of the same calls: median "
+        f"{_fmt(statistics.median(ratios) if ratios else None, '.1f')}x",
+        f"- wall time of the run ({serial['mode']}): {serial['total_seconds']:.0f} s",
+    ]
+    if xdist:
+        lines.append(f"- `-n 2` ({xdist['mode']}): {xdist['total_seconds']:.0f} s; "
+                     f"cases whose verdict set differs from the serial run: "
+                     f"{len(xdist.get('differences') or [])}")
+    lines += ["", "Smallest leak rate caught in every repeat:", ""]
+    for family, ladder in recompute_ladders(serial).items():
+        rungs = ", ".join(f"{r['rate']:g}: `{r['verdicts']}`" for r in ladder["rungs"])
+        lines.append(f"- {family}: **{_fmt(ladder['smallest_reliable_rate'], 'g')}** ({rungs})")
+    return "\n".join(lines)
+
+
+def recompute_ladders(payload: dict[str, Any]) -> dict[str, Any]:
+    """Ladders from the stored runs, with the current definition in run.py."""
+    from dataclasses import fields
+
+    from bench.detection.cases import CASES
+    from bench.detection.run import Run, ladders
+
+    names = {f.name for f in fields(Run)}
+    runs = {name: [Run(**{k: v for k, v in r.items() if k in names}) for r in case_runs]
+            for name, case_runs in payload["runs"].items()}
+    return ladders([CASES[name] for name in runs if name in CASES], runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("serial")
+    parser.add_argument("--xdist")
+    parser.add_argument("--memray")
+    args = parser.parse_args(argv)
+
+    def load(path: str | None) -> dict[str, Any] | None:
+        return json.loads(Path(path).read_text()) if path else None
+
+    print(render(load(args.serial), load(args.xdist), load(args.memray)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
