@@ -33,18 +33,24 @@ MEMORY_PROBES = ("rss", "uss", "heap", "gc_objects")
 _STDLIB = sysconfig.get_paths()["stdlib"]
 
 
-def evidence_iterations(measured: int, seconds_per_iteration: float) -> int:
-    by_count = max(8, min(200, measured // 4))
-    if seconds_per_iteration > 0:
-        by_time = int(5.0 / seconds_per_iteration)
-        return max(4, min(by_count, by_time))
-    return by_count
+#: Most seconds the evidence rerun may take; tracing slows allocation-heavy loops several
+#: times over, so the rerun stops on time as well as on count.
+EVIDENCE_SECONDS = 5.0
+#: Fewest iterations of the rerun: growth needs at least two to show.
+EVIDENCE_MIN_ITERATIONS = 2
+
+
+def evidence_iterations(measured: int) -> int:
+    """Most iterations of the evidence rerun: a quarter of the window, 8 to 200."""
+    return max(8, min(200, measured // 4))
 
 
 def collect(
-    failing: set[str], iterations: int, start_iteration: int
+    failing: set[str], iterations: int, start_iteration: int,
+    seconds: float | None = None,
 ) -> Generator[int, None, dict[str, Any]]:
-    """Run ``iterations`` more iterations and report what grew during them."""
+    """Run up to ``iterations`` more iterations (stopping after ``seconds``) and report what
+    grew during them."""
     memory = bool(failing & set(MEMORY_PROBES)) or any(p.startswith("cuda") for p in failing)
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
@@ -58,8 +64,14 @@ def collect(
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
         begin = time.perf_counter()
-        for i in range(iterations):
-            yield start_iteration + i
+        deadline = begin + (EVIDENCE_SECONDS if seconds is None else seconds)
+        done = 0
+        while done < iterations:
+            yield start_iteration + done
+            done += 1
+            if done >= EVIDENCE_MIN_ITERATIONS and time.perf_counter() > deadline:
+                break
+        iterations = done
         seconds = time.perf_counter() - begin
         gc.collect()
         sites = growing_sites(before, tracemalloc.take_snapshot(), iterations) if before else []

@@ -41,8 +41,17 @@ class MemBudget:
                 f"argument, a callable; got {type(fn).__name__} {fn!r:.80}",
                 pytrace=False,
             )
-        for _ in self.iterate():
-            fn(*args, **kwargs)
+        loop = self.iterate()
+        for _ in loop:
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:
+                if getattr(self._measurement, "phase", "") != "evidence":
+                    raise
+                # The verdict was already in; a workload that cannot run longer (a finite
+                # data source, say) only cuts the evidence short.
+                loop.close()
+                self._fail_without_evidence(exc)
         assert self.result is not None
         return self.result
 
@@ -76,6 +85,22 @@ class MemBudget:
         budgets = ", ".join(f"{b.probe}{'' if b.kind == 'slope' else '_' + b.kind}={b.limit:g}"
                             for b in self.spec.budgets)
         return f"<membudget {self.test}: {budgets or 'no budgets'}>"
+
+    def _fail_without_evidence(self, exc: BaseException) -> None:
+        __tracebackhide__ = True
+        from pytest_membudget.report import failure_message
+        from pytest_membudget.runner import build_result
+
+        self._loop = None
+        result = build_result(self._measurement)
+        result.evidence_data = {
+            "error": f"the workload raised {type(exc).__name__}: {exc} during the evidence "
+                     "rerun, so no evidence was gathered"
+        }
+        self.result = result
+        raise BudgetExceeded(
+            failure_message(self.test, result, self.spec.run.confidence), result
+        ) from exc
 
     def reset(self) -> None:
         """Forget the previous run so that the same test can measure again."""

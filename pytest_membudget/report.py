@@ -143,6 +143,8 @@ def series_lines(result: MembudgetResult) -> list[str]:
 def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if not evidence:
         return []
+    if "error" in evidence:
+        return ["", f"No evidence: {evidence['error']}."]
     n = evidence.get("iterations", 0)
     lines = ["", f"Evidence from {n} more iterations:"]
     sites = evidence.get("sites")

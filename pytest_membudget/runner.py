@@ -51,10 +51,14 @@ class Measurement:
     measured: int = 0
     stride: int = 1
     stopped: str = "running"
+    #: "warmup", "window" or "evidence": where the loop is now.
+    phase: str = "warmup"
     started: float = 0.0
     seconds: float = 0.0
     verdict: Verdict | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
+    source_peaks: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)
@@ -72,7 +76,10 @@ class Measurement:
     def peaks(self) -> dict[str, float]:
         if self.rows == 0:
             return {n: math.nan for n in self.probes}
-        return {n: float(self.values[: self.rows, c].max()) for c, n in enumerate(self.probes)}
+        return {
+            n: max(float(self.values[: self.rows, c].max()), self.source_peaks.get(n, -math.inf))
+            for c, n in enumerate(self.probes)
+        }
 
     def longest_tail(self) -> float:
         run = self.spec.run
@@ -150,6 +157,7 @@ def measure(
         for probe in probes.values():
             probe.before_window()
         m.window_row = m.rows
+        m.phase = "window"
         cost_start = clock()
         sample(iteration, iter_cost, collect)
         sample_cost = clock() - cost_start
@@ -189,6 +197,10 @@ def measure(
                 break
             checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
             m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
+        for name, probe in probes.items():
+            peak = probe.peak()
+            if peak is not None:
+                m.source_peaks[name] = peak
         m.verdict = m.judge()
         if m.verdict.failed and run.evidence:
             if froze:
@@ -199,7 +211,8 @@ def measure(
                        if any(o.status == FAIL for o in p.outcomes)}
             for name in failing:
                 m.evidence.update(probes[name].evidence() or {})
-            count = evidence_iterations(m.measured, body_total / max(m.measured, 1))
+            m.phase = "evidence"
+            count = evidence_iterations(m.measured)
             m.evidence.update((yield from collect_evidence(failing, count, iteration)))
     finally:
         if froze:
@@ -232,6 +245,7 @@ def build_result(m: Measurement) -> MembudgetResult:
         verdict = m.judge()
     failures: list[str] = []
     probes: dict[str, ProbeResult] = {}
+    peaks = m.peaks()
     for column, name in enumerate(m.probes):
         info = PROBES[name]
         budgets: dict[str, float | None] = {kind: None for kind in ("slope", "peak", "growth")}
@@ -256,7 +270,7 @@ def build_result(m: Measurement) -> MembudgetResult:
         column_values = m.values[: m.rows, column]
         probes[name] = ProbeResult(
             name=name, unit=info.unit, slope=slope, ci=ci,
-            peak=float(column_values.max()) if m.rows else math.nan,
+            peak=peaks[name],
             growth=growth, samples=column_values.copy(),
             sample_iterations=m.x[: m.rows].copy(), verdict=label, budgets=budgets,
         )

@@ -37,6 +37,11 @@ class Probe:
     def read(self) -> float:
         raise NotImplementedError
 
+    def peak(self) -> float | None:
+        """The highest value since ``start``, where the source keeps one between samples
+        (a peak inside an iteration is missed by sampling after it)."""
+        return None
+
     def evidence(self) -> dict[str, Any] | None:
         """After a failing window, before ``stop``: what this source can tell about the
         growth (e.g. the CUDA allocator's history)."""

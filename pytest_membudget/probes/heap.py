@@ -21,9 +21,14 @@ class HeapProbe(Probe):
         self._started = not tracemalloc.is_tracing()
         if self._started:
             tracemalloc.start(HEAP_FRAMES)
+            tracemalloc.reset_peak()
 
     def read(self) -> float:
         return float(tracemalloc.get_traced_memory()[0])
+
+    def peak(self) -> float | None:
+        # A tracer someone else started has a peak from before this test: not ours to use.
+        return float(tracemalloc.get_traced_memory()[1]) if self._started else None
 
     def stop(self) -> None:
         if self._started and tracemalloc.is_tracing():

@@ -38,6 +38,16 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux 4.0+); False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        return False
+    return True
+
+
 class RssProbe(Probe):
     """RSS: every page the process holds, native and Python alike. Allocators rarely give
     memory back, so RSS rises in steps and seldom falls."""
@@ -47,7 +57,18 @@ class RssProbe(Probe):
     def before_window(self) -> None:
         release_free_memory()
 
+    def peak(self) -> float | None:
+        """The kernel's high-water mark (VmHWM), reset when the probe started."""
+        if not self._hwm_reset:
+            return None
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return float(int(line.split()[1]) * 1024)
+        return None
+
     def start(self) -> None:
+        self._hwm_reset = reset_peak_rss()
         if has_procfs():
             self._statm: ProcFile | None = ProcFile("/proc/self/statm")
             self._page = os.sysconf("SC_PAGE_SIZE")
