@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,7 @@ class MemBudget:
         assert self.result is not None
         return self.result
 
-    def iterate(self) -> Iterator[int]:
+    def iterate(self) -> Generator[int, None, None]:
         """``for i in membudget.iterate(): body`` repeats ``body`` and measures it."""
         __tracebackhide__ = True
         self._begin()
