@@ -22,9 +22,9 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
     xrows = {r["case"]: r for r in xdist["summary"]["table"]} if xdist else {}
     thresholds = memray.get("memray_thresholds") or [] if memray else []
     mdata = memray.get("memray") or {} if memray else {}
-    head = ("| case | truth | probe | rate | verdicts | failed probes | calls | call s | bare s "
-            "| x bare |")
-    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    head = ("| case | truth | probe | rate | verdicts | failed probes | calls | call s | run s "
+            "| bare s | run/bare |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|"
     if xdist:
         head += " -n 2 |"
         rule += "---|"
@@ -32,12 +32,14 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
         head += f" memray {threshold} |"
         rule += "---|"
     lines = [head, rule]
-    for row in serial["summary"]["table"]:
+    summary = resummarise(serial)
+    for row in summary["table"]:
         verdicts = row["verdicts"].replace(".", "·")
         cells = [row["case"], row["truth"], row["expected_probe"] or "-", row["rate"],
                  f"`{verdicts}`" + ("" if row["ok"] else " ✗"),
                  ",".join(row["failed_probes"]) or "-", _fmt(row["calls_median"], ".0f"),
-                 _fmt(row["call_seconds_median"], ".2f"), _fmt(row["bare_seconds"], ".3f"),
+                 _fmt(row["call_seconds_median"], ".2f"),
+                 _fmt(row.get("run_seconds_median"), ".2f"), _fmt(row["bare_seconds"], ".3f"),
                  _fmt(row["ratio"], ".1f")]
         if xdist:
             other = xrows.get(row["case"], {}).get("verdicts", "-").replace(".", "·")
@@ -46,8 +48,8 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
             char = mdata.get(row["case"], {}).get("verdicts", {}).get(threshold, {}).get("char")
             cells.append({"F": "F", ".": "·"}.get(char or "", char or "-"))
         lines.append("| " + " | ".join(cells) + " |")
-    counts = serial["summary"]["counts"]
-    ratios = [r["ratio"] for r in serial["summary"]["table"] if r["ratio"] is not None]
+    counts = summary["counts"]
+    ratios = [r["ratio"] for r in summary["table"] if r["ratio"] is not None]
     lines += [
         "",
         f"- leak runs caught: {counts['leak_caught']}/{counts['leak_runs']} "
@@ -56,7 +58,7 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
         f"(false-alarm rate {_fmt(counts['false_alarm_rate'], '.1%')})",
         f"- cases whose verdict flips between repeats: {counts['flips']}; "
         f"errors/timeouts: {counts['errors']}",
-        f"- call time / bare loop of the same calls: median "
+        f"- membudget run time (result.seconds) / bare loop of the same calls: median "
         f"{_fmt(statistics.median(ratios) if ratios else None, '.1f')}x",
         f"- wall time of the run ({serial['mode']}): {serial['total_seconds']:.0f} s",
     ]
@@ -71,17 +73,31 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
     return "\n".join(lines)
 
 
-def recompute_ladders(payload: dict[str, Any]) -> dict[str, Any]:
-    """Ladders from the stored runs, with the current definition in run.py."""
+def _runs(payload: dict[str, Any]) -> tuple[list[Any], dict[str, list[Any]]]:
     from dataclasses import fields
 
     from bench.detection.cases import CASES
-    from bench.detection.run import Run, ladders
+    from bench.detection.run import Run
 
     names = {f.name for f in fields(Run)}
     runs = {name: [Run(**{k: v for k, v in r.items() if k in names}) for r in case_runs]
             for name, case_runs in payload["runs"].items()}
-    return ladders([CASES[name] for name in runs if name in CASES], runs)
+    return [CASES[name] for name in runs if name in CASES], runs
+
+
+def resummarise(payload: dict[str, Any]) -> dict[str, Any]:
+    """The summary from the stored runs, with the current definitions in run.py."""
+    from bench.detection.run import summarise
+
+    cases, runs = _runs(payload)
+    return summarise(cases, runs, payload.get("bare") or {})
+
+
+def recompute_ladders(payload: dict[str, Any]) -> dict[str, Any]:
+    from bench.detection.run import ladders
+
+    cases, runs = _runs(payload)
+    return ladders(cases, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
