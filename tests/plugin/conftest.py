@@ -1,16 +1,16 @@
 from __future__ import annotations
 
-import pytest
-
 # In-process inner runs restore sys.modules afterwards; modules with C extensions must be
 # imported once, here, so that the inner runs find them and do not import them again.
 import numpy  # noqa: F401
-import pytest_membudget.attribution  # noqa: F401
-import pytest_membudget.probes.gcobjects  # noqa: F401
-import pytest_membudget.probes.heap  # noqa: F401
-import pytest_membudget.probes.osres  # noqa: F401
-import pytest_membudget.probes.rss  # noqa: F401
-import pytest_membudget.probes.timing  # noqa: F401
+import pytest
+
+import pytest_membudget.attribution
+import pytest_membudget.probes.gcobjects
+import pytest_membudget.probes.heap
+import pytest_membudget.probes.osres
+import pytest_membudget.probes.rss
+import pytest_membudget.probes.timing
 import pytest_membudget.runner  # noqa: F401
 
 #: A conftest for the inner runs: each budgeted test's report dict, written where the outer

@@ -29,7 +29,8 @@ def test_leak_fails_and_clean_passes(pytester: pytest.Pytester, recorded) -> Non
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "*BudgetExceeded: membudget: 1 budget(s) exceeded in test_leak_fails_and_clean_passes.py::test_leak*",
+        "*BudgetExceeded: membudget: 1 budget(s) exceeded in "
+        "test_leak_fails_and_clean_passes.py::test_leak*",
         "*gc_objects still grows 1 objects/iter*budget 0 objects/iter*",
         "*top growing object types:*",
         "*list: +*",
@@ -57,7 +58,8 @@ def test_iterate_loop_form(pytester: pytest.Pytester) -> None:
     """)
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*BudgetExceeded: membudget: 1 budget(s) exceeded in *::test_loop"])
+    result.stdout.fnmatch_lines(
+        ["*BudgetExceeded: membudget: 1 budget(s) exceeded in *::test_loop"])
 
 
 def test_marker_without_fixture_repeats_the_body(pytester: pytest.Pytester) -> None:

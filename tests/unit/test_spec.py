@@ -68,7 +68,7 @@ def test_budget_keys() -> None:
     assert split_budget_key("rss") == ("rss", "slope")
     assert split_budget_key("heap_peak") == ("heap", "peak")
     assert split_budget_key("gc_objects_growth") == ("gc_objects", "growth")
-    with pytest.raises(SpecError, match="unknown budget 'rsss'.*rss"):
+    with pytest.raises(SpecError, match=r"unknown budget 'rsss'.*rss"):
         split_budget_key("rsss")
 
 
