@@ -33,6 +33,9 @@ AUTO_MIN_SAMPLES = 64
 FIXED_MIN_SAMPLES = 32
 #: Auto runs judge at min_iterations and then each time the window grows by this factor.
 CHECKPOINT_GROWTH = 1.5
+#: An auto run that fails at N iterations goes on to this many times N and must fail again
+#: there: the tail judged then (the second half) does not overlap the first one.
+CONFIRM_GROWTH = 2
 
 
 @dataclass
@@ -168,6 +171,7 @@ def measure(
         since_sample = 0
         costs = sample_cost
         n_costs = 1
+        confirm_at: int | None = None
         while True:
             begin = clock()
             yield iteration
@@ -192,10 +196,23 @@ def measure(
             if m.measured >= run.max_iterations or out_of_time:
                 m.stopped = "cap"
                 break
-            if m.judge().clear:
-                m.stopped = "clear"
-                break
-            checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
+            verdict = m.judge()
+            if verdict.failed:
+                # A leak grows in every stretch. A failure stands once the judged tail at
+                # twice the length, which no longer overlaps the first one, fails too; a
+                # cache that was still filling has stopped by then.
+                if confirm_at is not None and m.measured >= confirm_at:
+                    m.stopped = "clear"
+                    break
+                if confirm_at is None:
+                    confirm_at = min(run.max_iterations, CONFIRM_GROWTH * m.measured)
+                checkpoint = confirm_at
+            else:
+                confirm_at = None
+                if verdict.clear:
+                    m.stopped = "clear"
+                    break
+                checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
             m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
         for name, probe in probes.items():
             peak = probe.peak()
