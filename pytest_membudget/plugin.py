@@ -75,8 +75,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if problem:
         pytest.fail(f"{item.nodeid}: {problem}", pytrace=False)
     if not config.disable:
+        _warn_device_wide(item, spec)
         _skip_unavailable(spec, item.nodeid, config.require_cuda)
     item.stash[STATE_KEY] = MemBudget(item.nodeid, spec, disabled=config.disable)
+
+
+class DeviceWideWarning(pytest.PytestWarning):
+    """A device-wide figure is budgeted where other processes share the device."""
+
+
+_WARNED_DEVICE_WIDE = pytest.StashKey[bool]()
+
+
+def _warn_device_wide(item: pytest.Item, spec: BudgetSpec) -> None:
+    config = item.config
+    if "cuda_device_used" not in spec.probes or not hasattr(config, "workerinput"):
+        return
+    if config.stash.get(_WARNED_DEVICE_WIDE, False):
+        return
+    config.stash[_WARNED_DEVICE_WIDE] = True
+    item.warn(DeviceWideWarning(
+        "membudget: cuda_device_used is device-wide; under pytest-xdist it mixes the memory "
+        "of every worker on the GPU. The other cuda_* probes are per process."))
 
 
 def _skip_unavailable(spec: BudgetSpec, nodeid: str, require_cuda: bool) -> None:

@@ -63,3 +63,19 @@ def test_unknown_device_value_type(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*device=[[]0[]] in the membudget marker: expected a device*"])
+
+
+def test_device_wide_probe_warns_once_per_worker_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.parametrize("n", range(4))
+        @pytest.mark.membudget(cuda_device_used=0)
+        def test_gpu(membudget, n):
+            membudget.run(lambda: None)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(skipped=4, warnings=2)
+    result.stdout.fnmatch_lines(["*DeviceWideWarning*cuda_device_used is device-wide*"])
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert "DeviceWideWarning" not in serial.stdout.str()
