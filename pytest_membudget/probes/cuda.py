@@ -82,7 +82,7 @@ class DeviceStats:
         if self.ready:
             return
         self.ready = True
-        self.torch.cuda.init()  # type: ignore[no-untyped-call]
+        self.torch.cuda.init()
         self.torch.empty(1, device=self.device)
         self.torch.cuda.synchronize(self.device)
 
