@@ -100,6 +100,8 @@ class XdistHooks:
         self.config = config
         self.reports = reports
         self.workers: dict[str, dict[str, Any]] = {}
+        #: The oversubscription warning, when a warnings filter turned it into an error.
+        self.error: str | None = None
 
     # worker side -------------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -109,8 +111,16 @@ class XdistHooks:
             output[OUTPUT_KEY] = worker_facts(self.reports)
             return
         message = oversubscription(self.workers)
-        if message is not None:
+        if message is None:
+            return
+        try:
             warnings.warn(OversubscribedWarning(message), stacklevel=1)
+        except OversubscribedWarning:
+            # filterwarnings = error (or -W error) asked for a failure: give one, with the
+            # message in the summary, instead of an internal error out of this hook.
+            self.error = message
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     # controller side ---------------------------------------------------------------------
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -125,6 +135,9 @@ class XdistHooks:
             return
         if any(facts.get("budgeted") for facts in self.workers.values()):
             terminalreporter.write_line(summary_line(self.workers))
+        if self.error is not None:
+            terminalreporter.write_line(f"OversubscribedWarning (as error): {self.error}",
+                                        red=True)
 
 
 def register(config: pytest.Config, reports: list[tuple[str, dict[str, Any]]]) -> None:

@@ -202,3 +202,23 @@ def test_warns_once_when_workers_outnumber_cores(pytester: pytest.Pytester) -> N
     assert "OversubscribedWarning" in out, out
     assert out.count("budgeted tests ran on 2 xdist workers") == 1, out
     assert "membudget: 4 budgeted test(s) on 2 of 2 xdist worker(s)" in out, out
+
+
+def test_oversubscription_as_error_fails_the_run_cleanly(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        import pytest_membudget.distributed as distributed
+        distributed.available_cpus = lambda: 1
+    """)
+    pytester.makepyfile(**{f"test_part{i}": """
+        import pytest
+        @pytest.mark.membudget(fds=0, iterations=40, warmup=1)
+        def test_quick():
+            pass
+    """ for i in range(4)})
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:cacheprovider", "--dist", "load",
+        "-W", "error::pytest_membudget.distributed.OversubscribedWarning")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "INTERNALERROR" not in out, out
+    assert "OversubscribedWarning (as error): membudget: budgeted tests ran on 2" in out, out
