@@ -91,9 +91,10 @@ def collect(
     if memory:
         for site in sites:
             site["code"] = _source_line(site["file"], site["line"])
-            if site.get("via"):
-                site["via_code"] = _source_line(*site["via"])
-                site["via"] = f"{_short(site['via'][0])}:{site['via'][1]}"
+            via = site.pop("via", None)
+            if via:
+                site["via_file"], site["via_line"] = via
+                site["via_code"] = _source_line(*via)
         result["sites"] = sites
         result["heap_growth"] = sum(s["bytes"] for s in sites)
         result["types"] = [
@@ -201,14 +202,6 @@ def _fd_targets() -> list[str]:
         except OSError:
             continue
     return targets
-
-
-def _short(path: str) -> str:
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return relative if not relative.startswith("..") else path
 
 
 def _source_line(filename: str, lineno: int) -> str:

@@ -156,8 +156,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
                     f"    {_short(s['file'])}:{s['line']}: +{fmt('heap', s['bytes'])} "
                     f"({fmt('heap', s['per_iter'], per_iter=True)}, {s['blocks']} blocks)"
                     + (f"\n        {s['code']}" if s.get("code") else "")
-                    + (f"\n      called from {s['via']}: {s.get('via_code', '')}"
-                       if s.get("via") else "")
+                    + (f"\n      called from {_short(s['via_file'])}:{s['via_line']}: "
+                       f"{s.get('via_code', '')}" if s.get("via_file") else "")
                 )
         else:
             lines.append(

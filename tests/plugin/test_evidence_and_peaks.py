@@ -68,3 +68,24 @@ def test_evidence_rerun_stops_on_time(pytester: pytest.Pytester, recorded) -> No
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(failed=1)
     evidence = recorded()["test_slow"]["data"]["evidence"]
     assert 2 <= evidence["iterations"] < 8
+
+
+def test_library_allocation_names_the_calling_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import json, pytest
+        KEEP = []
+
+        def step():
+            KEEP.append(json.loads('{"a": [1, 2, 3]}'))
+
+        @pytest.mark.membudget(gc_objects=0, iterations=40, warmup=2)
+        def test_lib(membudget):
+            membudget.run(step)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*top growing allocation sites*",
+        "*json*decoder.py:*",
+        "*called from test_library_allocation_names_the_calling_line.py:5: KEEP.append(json.loads*",
+    ])
