@@ -167,7 +167,8 @@ def pytest_runtest_makereport(
         item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield
     report.membudget = data  # type: ignore[attr-defined]
-    if partial and state.used and not state.disabled and report.passed:
+    left_early = partial and state.used and not state.disabled and report.passed
+    if left_early:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid}: the membudget.iterate() loop was left before the run finished "
@@ -177,9 +178,10 @@ def pytest_runtest_makereport(
     if partial and data is not None and report.failed:
         from pytest_membudget.report import series_lines
 
+        stop = "the loop was left" if left_early else "the workload raised"
         report.sections.append((
-            "membudget: samples before the error",
-            f"{data['iterations']} measured iterations before the workload raised\n"
+            "membudget: samples before the run stopped",
+            f"{data['iterations']} measured iterations before {stop}\n"
             + "\n".join(series_lines(result)),  # type: ignore[arg-type]
         ))
     return report

@@ -114,7 +114,7 @@ def test_workload_error_keeps_its_own_error_and_the_samples(pytester: pytest.Pyt
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*ValueError: bad batch at step 25*",
-        "*membudget: samples before the error*",
+        "*membudget: samples before the run stopped*",
         "*22 measured iterations before the workload raised*",
         "*gc_objects*",
     ])
