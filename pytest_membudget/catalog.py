@@ -30,6 +30,8 @@ PROBES: dict[str, ProbeInfo] = {
                   "unique set size: memory that would be freed if the process ended"),
         ProbeInfo("heap", "bytes", "B", 4096, "heap",
                   "Python allocations traced by tracemalloc"),
+        ProbeInfo("malloc", "bytes", "B", 4096, "native",
+                  "bytes in use in glibc's malloc (mallinfo2): native memory, exactly"),
         ProbeInfo("gc_objects", "count", "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector"),
         ProbeInfo("threads", "count", "threads", 1, "osres",

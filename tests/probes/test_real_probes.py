@@ -70,6 +70,18 @@ def test_thread_leak(membudget):
 @pytest.mark.membudget(fds=0)
 def test_fd_leak(membudget):
     membudget.run(fd_leak)
+
+def small_native_leak():
+    pointer = LIBC.malloc(64)
+    LIBC.memset(pointer, 1, 64)
+
+@pytest.mark.membudget(malloc=0)
+def test_small_native_leak(membudget):
+    membudget.run(small_native_leak)
+
+@pytest.mark.membudget(malloc=0)
+def test_malloc_clean(membudget):
+    membudget.run(clean_step)
 '''
 
 
@@ -114,6 +126,14 @@ def test_clean_loop_passes(outcome: dict[str, dict]) -> None:
     row = outcome["test_clean"]
     assert row["outcome"] == "passed", outcome["_output"]["stdout"]
     assert all(p["verdict"] in ("pass", "inconclusive") for p in row["data"]["probes"].values())
+
+
+def test_malloc_probe_sees_a_64_byte_native_leak(outcome: dict[str, dict]) -> None:
+    leak = outcome["test_small_native_leak"]
+    assert leak["outcome"] == "failed", outcome["_output"]["stdout"]
+    assert 64 <= leak["data"]["probes"]["malloc"]["slope"] <= 128  # 64 B and a chunk header
+    clean = outcome["test_malloc_clean"]
+    assert clean["outcome"] == "passed", outcome["_output"]["stdout"]
 
 
 def test_thread_and_fd_leaks(outcome: dict[str, dict]) -> None:
