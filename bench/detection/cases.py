@@ -194,7 +194,9 @@ def _torch_tensor_list() -> Step:
     return step
 
 
-def _torch_rnn_graph() -> Step:
+def _torch_rnn(detach: bool) -> Step:
+    """A recurrent cell stepped on its own state. Without detach each step's graph keeps the
+    previous one alive through h (the leak); with detach the graph ends at each step (the fix)."""
     torch = _torch()
 
     torch.manual_seed(0)
@@ -204,10 +206,14 @@ def _torch_rnn_graph() -> Step:
 
     def step() -> None:
         _work(_WORK_N // 2)
-        # No detach: each step's graph keeps the previous one alive through h.
-        state["h"] = cell(x, state["h"])
+        h = state["h"]
+        state["h"] = cell(x, h.detach() if detach else h)
 
     return step
+
+
+def _torch_rnn_graph() -> Step:
+    return _torch_rnn(detach=False)
 
 
 def _torch_loss_accumulate() -> Step:
@@ -608,18 +614,7 @@ def _torch_no_grad_rollout() -> Step:
 
 
 def _torch_rnn_detach() -> Step:
-    torch = _torch()
-
-    torch.manual_seed(0)
-    cell = torch.nn.GRUCell(32, 64)
-    x = torch.randn(8, 32)
-    state = {"h": torch.zeros(8, 64)}
-
-    def step() -> None:
-        _work(_WORK_N // 2)
-        state["h"] = cell(x, state["h"].detach())
-
-    return step
+    return _torch_rnn(detach=True)
 
 
 def _torch_loss_item() -> Step:
