@@ -174,16 +174,18 @@ def measure(
         costs = sample_cost
         n_costs = 1
         confirm_at: int | None = None
+        auto = run.iterations is None
         while True:
             begin = clock()
             yield iteration
             end = clock()
-            body_time += end - begin
-            body_total += end - begin
+            elapsed = end - begin
+            body_time += elapsed
+            body_total += elapsed
             iteration += 1
             since_sample += 1
             m.measured += 1
-            out_of_time = run.iterations is None and end > deadline
+            out_of_time = auto and end > deadline
             if since_sample >= m.stride or m.measured >= checkpoint or out_of_time:
                 sample(iteration, body_time / since_sample, collect)
                 costs += clock() - end
@@ -192,7 +194,7 @@ def measure(
                 since_sample = 0
             if m.measured < checkpoint and not out_of_time:
                 continue
-            if run.iterations is not None:
+            if not auto:
                 m.stopped = "fixed"
                 break
             if m.measured >= run.max_iterations or out_of_time:
