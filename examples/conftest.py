@@ -8,14 +8,15 @@ reads :data:`SCALE` and picks its sizes.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ctypes.util
 import gc
 import os
 from collections.abc import Generator
 
 import pytest
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.probes.rss import release_free_memory as trim_malloc
+from pytest_membudget.spec import parse_quantity
 
 SCALES = ("ci", "large")
 SCALE = os.environ.get("MEMBUDGET_EXAMPLES_SCALE", "ci").strip().lower() or "ci"
@@ -23,9 +24,6 @@ if SCALE not in SCALES:
     raise pytest.UsageError(
         f"MEMBUDGET_EXAMPLES_SCALE={SCALE!r}: expected one of {', '.join(SCALES)}"
     )
-
-_SIZE_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-               "kb": 1000, "mb": 1000**2, "gb": 1000**3}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,10 +75,8 @@ def cpu_oversubscribed() -> str | None:
 
 
 def parse_size(text: str | int) -> int:
-    if isinstance(text, int):
-        return text
-    number, _, unit = text.strip().partition(" ")
-    return int(float(number) * _SIZE_UNITS[(unit or "b").strip().lower()])
+    """A size such as "20 MiB", read the way the plugin reads its own budgets."""
+    return int(parse_quantity(PROBES["rss"], "peak", text, "in an rss_headroom marker"))
 
 
 def release_free_memory() -> None:
@@ -90,10 +86,7 @@ def release_free_memory() -> None:
     test without raising RSS, and hide that test's growth from the rss probe.
     """
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if name and "libc" in name:
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(name).malloc_trim(0)
+    trim_malloc()
 
 
 def current_rss() -> int:
