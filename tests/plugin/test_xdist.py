@@ -7,36 +7,16 @@ the verdict of every probe of every budgeted test.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from recording import RECORDER, read_rows
 
 pytest.importorskip("xdist")
 pytestmark = pytest.mark.slow
-
-RECORDER = '''
-import json, pathlib
-
-IN_WORKER = False
-
-def pytest_configure(config):
-    global IN_WORKER
-    IN_WORKER = hasattr(config, "workerinput")
-
-def pytest_runtest_logreport(report):
-    data = getattr(report, "membudget", None)
-    if IN_WORKER or report.when != "call" or data is None:
-        return
-    with open(pathlib.Path(__file__).parent / "results.jsonl", "a") as out:
-        out.write(json.dumps({
-            "test": report.nodeid.split("::")[-1], "outcome": report.outcome,
-            "verdicts": {name: p["verdict"] for name, p in data["probes"].items()},
-        }) + "\\n")
-'''
 
 WORKLOADS = '''
 import os, threading
@@ -113,8 +93,9 @@ def run_suite(where: Path, *args: str) -> dict[str, Any]:
          "test_workloads.py"],
         cwd=where, capture_output=True, text=True, timeout=600,
     )
-    rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() \
-        else []
+    rows = [{"test": row["test"], "outcome": row["outcome"],
+             "verdicts": {name: p["verdict"] for name, p in row["data"]["probes"].items()}}
+            for row in read_rows(where)]
     return {"rows": rows, "stdout": completed.stdout + completed.stderr}
 
 

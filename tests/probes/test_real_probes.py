@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from recording import RECORDER, read_rows
 
 pytestmark = pytest.mark.slow
-
-RECORDER = '''
-import json, pathlib
-def pytest_runtest_logreport(report):
-    data = getattr(report, "membudget", None)
-    if report.when == "call" and data is not None:
-        with open(pathlib.Path(__file__).parent / "results.jsonl", "a") as out:
-            out.write(json.dumps({"nodeid": report.nodeid.split("::")[-1],
-                                  "outcome": report.outcome, "data": data}) + "\\n")
-'''
 
 WORKLOADS = '''
 import ctypes, ctypes.util, os, threading
@@ -97,8 +86,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_workloads.py"],
         cwd=where, capture_output=True, text=True, timeout=600,
     )
-    rows = [json.loads(line) for line in (where / "results.jsonl").read_text().splitlines()]
-    results = {row["nodeid"]: row for row in rows}
+    results = {row["test"]: row for row in read_rows(where)}
     results["_output"] = {"stdout": completed.stdout}
     return results
 
