@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_membudget.catalog import PROBES
 
 if TYPE_CHECKING:
-    from pytest_membudget.results import MembudgetResult
+    from pytest_membudget.results import MembudgetResult, ProbeResult
     from pytest_membudget.verdict import Outcome, ProbeJudgement
 
 _BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
@@ -98,6 +98,19 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     return "\n".join(lines)
 
 
+def window_values(probe: ProbeResult, warmup: int) -> list[float]:
+    """The measured window's samples. Warm-up's last sample and the window's first share an
+    iteration number; the window starts at the later one (taken after the plugin's own
+    preparations), so only the window's samples are shown."""
+    start = 0
+    for index, at in enumerate(probe.sample_iterations):
+        if at <= warmup:
+            start = index
+        else:
+            break
+    return [float(v) for v in probe.samples[start:]]
+
+
 def cuda_pool_lines(result: MembudgetResult) -> list[str]:
     """Per-pool active bytes beside active block counts: the shape of a growth table."""
     rows = []
@@ -111,8 +124,7 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
             if probe is None:
                 row += ["-", "-"]
                 continue
-            window = [v for v, at in zip(probe.samples, probe.sample_iterations, strict=True)
-                      if at >= result.warmup]
+            window = window_values(probe, result.warmup)
             start, end = (window[0], window[-1]) if window else (math.nan, math.nan)
             row += [f"{fmt(probe.name, start)} -> {fmt(probe.name, end)}",
                     fmt(probe.name, probe.slope, per_iter=True)]
@@ -129,8 +141,7 @@ def series_lines(result: MembudgetResult) -> list[str]:
         if not len(probe.samples):
             continue
         # The window only: warm-up samples are taken without collecting garbage.
-        values = [float(v) for v, at in zip(probe.samples, probe.sample_iterations, strict=True)
-                  if at >= result.warmup]
+        values = window_values(probe, result.warmup)
         if not values:
             continue
         lines.append(
