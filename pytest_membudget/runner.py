@@ -107,7 +107,10 @@ def measure(
     m = state or Measurement(spec, probes, capacity_for(spec))
     run = spec.run
     clock = time.perf_counter
-    readers = [p.read for p in probes.values()]
+    readers = [(column, p.read) for column, p in enumerate(probes.values())]
+    readers.sort(key=lambda entry: not list(probes.values())[entry[0]].read_first)
+    afters = [p.after_sample for p in probes.values()
+              if type(p).after_sample is not Probe.after_sample]
     syncs = list({type(p).sync: p.sync for p in probes.values()}.values())
     timing = probes.get("iter_time")
     collect = run.gc == "collect"
@@ -122,11 +125,15 @@ def measure(
             timing.value = seconds_per_iteration  # type: ignore[attr-defined]
         row = m.rows
         xs[row] = iteration
-        for column, read in enumerate(readers):
+        for column, read in readers:
             values[row, column] = read()
+        for after in afters:
+            after()
         m.rows = row + 1
 
     froze = False
+    # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
+    _prime_judgement(spec)
     m.started = clock()
     for probe in probes.values():
         probe.start()
@@ -150,7 +157,6 @@ def measure(
         max_stride = max(1, target_total // min_samples)
         checkpoint = run.iterations if run.iterations is not None else min(
             run.min_iterations, run.max_iterations)
-        _prime_judgement(spec)
         if collect:
             # Freezing moves everything alive before the window out of the collector's
             # reach, so that collecting before each sample only walks what the window made.

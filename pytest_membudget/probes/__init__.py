@@ -17,6 +17,8 @@ class Probe:
     """Base class: override ``read``; the other hooks are optional."""
 
     name = ""
+    #: Read before the other probes of a sample, whose reads may allocate.
+    read_first = False
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
@@ -36,6 +38,9 @@ class Probe:
 
     def read(self) -> float:
         raise NotImplementedError
+
+    def after_sample(self) -> None:
+        """After every probe of a sample has been read."""
 
     def peak(self) -> float | None:
         """The highest value since ``start``, where the source keeps one between samples
