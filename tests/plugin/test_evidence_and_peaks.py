@@ -89,3 +89,18 @@ def test_library_allocation_names_the_calling_line(pytester: pytest.Pytester) ->
         "*json*decoder.py:*",
         "*called from test_library_allocation_names_the_calling_line.py:5: KEEP.append(json.loads*",
     ])
+
+
+def test_heap_peak_counts_the_workload_not_the_other_probes(pytester: pytest.Pytester,
+                                                            recorded) -> None:
+    # gc_objects lists every object (a list of tens of thousands of pointers) at each sample;
+    # that list is the plugin's, and must not read as the workload's heap peak.
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.membudget(heap_peak="200 KiB", gc_objects=0, iterations=30, warmup=2)
+        def test_idle(membudget):
+            membudget.run(lambda: None)
+    """)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert recorded()["test_idle"]["data"]["probes"]["heap"]["peak"] < 64 * 1024
