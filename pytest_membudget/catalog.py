@@ -66,10 +66,3 @@ PROBES: dict[str, ProbeInfo] = {
 #: iter_time's resolution is relative: growth below this fraction of the median iteration
 #: time over the judged tail is noise of the machine, not a slowing loop.
 ITER_TIME_RELATIVE_RESOLUTION = 0.10
-
-BUDGET_KINDS = ("slope", "peak", "growth")
-
-
-def register(info: ProbeInfo) -> None:
-    """Add a probe (the CUDA probes register themselves this way)."""
-    PROBES[info.name] = info

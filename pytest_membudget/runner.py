@@ -67,10 +67,6 @@ class Measurement:
         self.x = np.zeros(self.capacity, dtype=np.int64)
         self.values = np.zeros((self.capacity, len(self.probes)), dtype=np.float64)
 
-    @property
-    def names(self) -> list[str]:
-        return list(self.probes)
-
     def window(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         start = max(self.window_row, 0)
         x = self.x[start : self.rows].astype(np.float64)

@@ -6,7 +6,7 @@ flag leaves the ini value in force.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +164,3 @@ def resolve(config: pytest.Config) -> Settings:
 
 def _by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:
     return next(o for o in options if o.key == key)
-
-
-def option_table(render: Callable[[Option], str] = lambda o: f"{o.ini} / {o.flag}") -> list[str]:
-    return [render(option) for option in OPTIONS]
