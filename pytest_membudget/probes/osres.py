@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 
@@ -11,20 +12,41 @@ from pytest_membudget.probes.procfs import ProcFile, has_procfs
 
 
 class ThreadsProbe(Probe):
-    """OS threads of the process, native ones included (torch, BLAS, executors)."""
+    """OS threads of the process, native ones included (torch, BLAS, executors).
+
+    ``Thread.join()`` returns when the thread's Python state is gone, a moment before the OS
+    thread has exited: sampled right after a join, about one trial in seventy still counts
+    the joined threads (measured: 29 of 2,000 start/join rounds of three threads, gone within
+    0.3 ms). A reading above the previous one is therefore re-read for up to
+    :attr:`SETTLE_SECONDS` and the lowest count kept. A steady count costs one read; a count
+    that keeps rising, as in a leak, costs the full settle time per sample.
+    """
 
     name = "threads"
+    #: How long a rise is re-read before it is believed.
+    SETTLE_SECONDS = 0.002
 
     def start(self) -> None:
         self._stat = ProcFile("/proc/self/stat") if has_procfs() else None
         self._process = psutil.Process()
+        self._last = self._count()
 
-    def read(self) -> float:
+    def _count(self) -> float:
         if self._stat is not None:
             raw = self._stat.read(1024)
             # Field 20 (num_threads), counted after the parenthesised command name.
             return float(raw[raw.rindex(b")") + 2 :].split()[17])
         return float(self._process.num_threads())
+
+    def read(self) -> float:
+        count = self._count()
+        if count > self._last:
+            deadline = time.perf_counter() + self.SETTLE_SECONDS
+            while count > self._last and time.perf_counter() < deadline:
+                time.sleep(0.00005)
+                count = min(count, self._count())
+        self._last = count
+        return count
 
     def stop(self) -> None:
         if self._stat is not None:
