@@ -17,17 +17,27 @@ class ProbeInfo:
     #: Module under pytest_membudget.probes that implements the probe.
     module: str
     description: str
+    #: Slowest growth per iteration an auto run must be able to see before it may pass: it
+    #: does not stop on a pass until its judged tail is long enough (resolution / floor) for
+    #: growth at this rate to reach the resolution. 0: no such requirement.
+    floor: float = 0.0
 
 
 PAGE = 4096
+#: A flat RSS over a short window says little: eight pages of resolution over a 32-iteration
+#: tail hide 1 KiB/iter. Auto runs on rss/uss go on until a 256 B/iter leak would show
+#: (a 128-iteration tail); the detection benchmark (bench/detection) measures what it costs.
+RSS_FLOOR = 256.0
 
 PROBES: dict[str, ProbeInfo] = {
     p.name: p
     for p in (
         ProbeInfo("rss", "bytes", "B", 8 * PAGE, "rss",
-                  "resident set size of the process (all native and Python memory)"),
+                  "resident set size of the process (all native and Python memory)",
+                  floor=RSS_FLOOR),
         ProbeInfo("uss", "bytes", "B", 8 * PAGE, "rss",
-                  "unique set size: memory that would be freed if the process ended"),
+                  "unique set size: memory that would be freed if the process ended",
+                  floor=RSS_FLOOR),
         ProbeInfo("heap", "bytes", "B", 4096, "heap",
                   "Python allocations traced by tracemalloc"),
         ProbeInfo("malloc", "bytes", "B", 4096, "native",

@@ -36,6 +36,14 @@ CHECKPOINT_GROWTH = 1.5
 #: An auto run that fails at N iterations goes on to this many times N and must fail again
 #: there: the tail judged then (the second half) does not overlap the first one.
 CONFIRM_GROWTH = 2
+#: ... and to at least this many measured iterations: growth is called a leak only once it
+#: has lasted past half of them, so a cache or buffer that fills within about 300 iterations
+#: after warm-up and then stops is not one (the detection benchmark's clean_ring_fill300).
+CONFIRM_MIN_ITERATIONS = 640
+#: Growth in the window (floor to floor) after which a failure confirmed at twice its length
+#: stands without running on to CONFIRM_MIN_ITERATIONS: a fast leak must not be run into
+#: memory exhaustion or the descriptor limit to prove a point already made.
+CONFIRM_ENOUGH_GROWTH = {"bytes": 64 * 1024**2, "count": 64.0}
 
 
 @dataclass
@@ -176,6 +184,7 @@ def measure(
         costs = sample_cost
         n_costs = 1
         confirm_at: int | None = None
+        first_failure = 0
         auto = run.iterations is None
         while True:
             begin = clock()
@@ -205,13 +214,19 @@ def measure(
             verdict = m.judge()
             if verdict.failed:
                 # A leak grows in every stretch. A failure stands once the judged tail at
-                # twice the length, which no longer overlaps the first one, fails too; a
+                # twice the length, which no longer overlaps the first one, fails too, and
+                # again at CONFIRM_MIN_ITERATIONS unless the growth is already ample; a
                 # cache that was still filling has stopped by then.
-                if confirm_at is not None and m.measured >= confirm_at:
-                    m.stopped = "clear"
-                    break
                 if confirm_at is None:
+                    first_failure = m.measured
                     confirm_at = min(run.max_iterations, CONFIRM_GROWTH * m.measured)
+                elif m.measured >= confirm_at:
+                    last = min(run.max_iterations,
+                               max(CONFIRM_MIN_ITERATIONS, CONFIRM_GROWTH * first_failure))
+                    if m.measured >= last or _grown_enough(verdict):
+                        m.stopped = "clear"
+                        break
+                    confirm_at = last
                 checkpoint = confirm_at
             else:
                 confirm_at = None
@@ -253,6 +268,16 @@ def _prime_judgement(spec: BudgetSpec) -> None:
     process, which under pytest-xdist is a different test on each worker."""
     x = np.arange(1.0, 33.0)
     judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
+
+
+def _grown_enough(verdict: Verdict) -> bool:
+    """Whether every failing probe has grown so much in the window that running on to
+    CONFIRM_MIN_ITERATIONS would only cost memory (or descriptors, or threads)."""
+    failing = [p for p in verdict.probes.values() if any(o.status == FAIL for o in p.outcomes)]
+    return bool(failing) and all(
+        p.trend.growth >= CONFIRM_ENOUGH_GROWTH.get(PROBES[p.probe].kind, math.inf)
+        for p in failing
+    )
 
 
 def _stride(sample_cost: float, iter_cost: float, max_stride: int) -> int:

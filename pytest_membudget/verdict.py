@@ -59,7 +59,11 @@ def resolution(probe: str, window: FloatArray) -> float:
     return PROBES[probe].resolution
 
 
-def judge_slope(t: Trend, limit: float, res: float, longest_tail: float) -> str:
+def judge_slope(
+    t: Trend, limit: float, res: float, longest_tail: float, shortest_pass: float = 0.0
+) -> str:
+    """``shortest_pass``: the fewest iterations of judged tail on which a pass may be called
+    (auto runs: long enough to see growth at the probe's floor rate)."""
     if not t.judged:
         return AMBIGUOUS
     excess = (t.slope - limit) * t.tail_span
@@ -67,7 +71,7 @@ def judge_slope(t: Trend, limit: float, res: float, longest_tail: float) -> str:
     still_growing = t.late_slope > limit and t.recent_slope - limit > (t.slope - limit) / 2
     if t.lower > limit and still_growing and excess >= max(res, 0.0) and excess > 0:
         return FAIL
-    if t.upper <= limit + res / max(longest_tail, 1.0):
+    if t.upper <= limit + res / max(longest_tail, 1.0) and t.tail_span >= shortest_pass:
         return PASS
     return AMBIGUOUS
 
@@ -80,12 +84,16 @@ def judge_probe(
     peak: float,
     confidence: float,
     longest_tail: float,
+    auto: bool = False,
 ) -> ProbeJudgement:
     t = trend(x, y, confidence)
     outcomes = []
+    floor = PROBES[probe].floor if auto else 0.0
     for kind, budget in budgets.items():
         if kind == "slope":
-            status = judge_slope(t, budget.limit, resolution(probe, y), longest_tail)
+            res = resolution(probe, y)
+            shortest = min(res / floor, longest_tail) if floor > 0 else 0.0
+            status = judge_slope(t, budget.limit, res, longest_tail, shortest)
             outcomes.append(Outcome(budget, status, t.slope))
         elif kind == "peak":
             outcomes.append(Outcome(budget, FAIL if peak > budget.limit else PASS, peak))
@@ -103,8 +111,9 @@ def judge(
     longest_tail: float = math.inf,
 ) -> Verdict:
     """Judge every probe's measured window. ``x`` holds the iteration of each sample."""
+    auto = spec.run.iterations is None
     return Verdict({
         probe: judge_probe(probe, spec.for_probe(probe), x, y, peaks.get(probe, float(y.max(
-            initial=-math.inf))), spec.run.confidence, longest_tail)
+            initial=-math.inf))), spec.run.confidence, longest_tail, auto)
         for probe, y in series.items()
     })

@@ -99,3 +99,31 @@ def test_iter_time_resolution_is_relative() -> None:
     assert status(np.abs(steady), probe="iter_time") != FAIL
     slowing = 1e-3 + 2e-6 * series.x()
     assert status(slowing, probe="iter_time") == FAIL
+
+
+def fixed_status(y: np.ndarray, probe: str = "rss") -> str:
+    run = RunSettings(iterations=len(y), warmup=5, min_iterations=64, max_iterations=2000,
+                      max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
+    spec = BudgetSpec((Budget(probe, "slope", 0.0, "test"),), run)
+    verdict = judge(spec, series.x(len(y)), {probe: y}, {}, longest_tail=len(y) / 2)
+    return verdict.probes[probe].outcomes[0].status
+
+
+@pytest.mark.parametrize("n", [64, 144, 216])
+def test_auto_rss_does_not_pass_a_flat_window_too_short_to_see_the_floor(n: int) -> None:
+    # Eight pages over a tail shorter than 128 iterations hide a leak of 256 B/iter.
+    assert status(np.full(n, 50e6)) == AMBIGUOUS
+
+
+def test_auto_rss_passes_a_flat_window_long_enough_to_see_the_floor() -> None:
+    assert status(np.full(324, 50e6)) == PASS
+
+
+def test_a_fixed_window_is_judged_at_the_length_the_user_chose() -> None:
+    assert fixed_status(np.full(64, 50e6)) == PASS
+
+
+def test_the_floor_applies_to_rss_and_uss_only() -> None:
+    assert status(np.full(64, 12.0), probe="threads") == PASS
+    assert status(np.full(64, 1e6), probe="heap") == PASS
+    assert status(np.full(64, 50e6), probe="uss") == AMBIGUOUS

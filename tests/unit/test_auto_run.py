@@ -1,0 +1,99 @@
+"""How long an auto run goes on, against scripted probe readings: when it may pass, how a
+failure is confirmed, and when a fast leak is confirmed early."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from pytest_membudget.probes import Probe
+from pytest_membudget.runner import (
+    CONFIRM_MIN_ITERATIONS,
+    Measurement,
+    build_result,
+    capacity_for,
+    measure,
+)
+from pytest_membudget.spec import RunSettings, build_spec
+
+AUTO = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
+                   max_seconds=600.0, gc="none", evidence=False, confidence=0.99)
+
+
+class Scripted(Probe):
+    """Reads ``curve(iteration)``; the run loop below advances the iteration."""
+
+    def __init__(self, name: str, curve: Callable[[int], float]) -> None:
+        super().__init__()
+        self.name = name
+        self.curve = curve
+        self.iteration = 0
+
+    def read(self) -> float:
+        return self.curve(self.iteration)
+
+
+def run_auto(probe: str, curve: Callable[[int], float], **marker: object):
+    spec = build_spec(AUTO, (), {probe: 0, **marker}, "in test")
+    scripted = Scripted(probe, curve)
+    m = Measurement(spec, {probe: scripted}, capacity_for(spec))
+    for iteration in measure(spec, {probe: scripted}, m):
+        scripted.iteration = iteration + 1
+        # A workload worth sampling after every iteration (the stride keeps sampling near
+        # 5 % of the workload's time; an empty loop would be sampled every 31st).
+        until = time.perf_counter() + 0.0002
+        while time.perf_counter() < until:
+            pass
+    return build_result(m)
+
+
+PAGE = 4096
+
+
+def pages(nbytes: float) -> float:
+    """RSS moves in whole pages."""
+    return 50e6 + PAGE * (nbytes // PAGE)
+
+
+def test_a_flat_rss_runs_until_a_256_byte_leak_would_show() -> None:
+    result = run_auto("rss", lambda i: 50e6)
+    assert result.passed and result["rss"].verdict == "pass"
+    assert result.iterations >= 256  # a 128-iteration tail: 32 KiB at 256 B/iter
+
+
+def test_a_256_byte_per_iteration_leak_in_pages_is_caught() -> None:
+    result = run_auto("rss", lambda i: pages(256 * i))
+    assert result["rss"].verdict == "fail"
+
+
+def test_a_flat_thread_count_passes_at_the_first_checkpoint() -> None:
+    result = run_auto("threads", lambda i: 12.0)
+    assert result["threads"].verdict == "pass" and result.iterations == 64
+
+
+@pytest.mark.parametrize("fill", [100, 300])
+def test_a_buffer_that_fills_for_hundreds_of_iterations_is_not_a_leak(fill: int) -> None:
+    # 8 KiB per iteration until `fill` (counted from the start of warm-up), then flat.
+    result = run_auto("rss", lambda i: pages(8192 * min(i, fill)))
+    assert result["rss"].verdict == "pass", result["rss"].ci
+
+
+def test_a_leak_is_confirmed_past_the_minimum_confirmation_length() -> None:
+    result = run_auto("rss", lambda i: pages(8192 * i))
+    assert result["rss"].verdict == "fail"
+    assert result.iterations >= CONFIRM_MIN_ITERATIONS
+
+
+def test_a_fast_leak_is_confirmed_at_twice_its_first_failure() -> None:
+    # 4 MiB per iteration: 64 MiB of growth is reached long before the minimum length.
+    result = run_auto("rss", lambda i: pages(4 * 1024**2 * i))
+    assert result["rss"].verdict == "fail"
+    assert result.iterations == 128
+
+
+def test_a_thread_leak_stops_once_it_has_grown_by_64() -> None:
+    result = run_auto("threads", lambda i: 10.0 + i)
+    assert result["threads"].verdict == "fail"
+    assert result.iterations == 128
