@@ -5,7 +5,8 @@ the budget, with confidence: the lower bound of the tail slope is above the budg
 half of the tail and its latest block grow too (a cache that has just filled does not), and
 the growth above
 the budget is at least the probe's resolution. It passes clearly when even the upper bound is
-within what the longest allowed run could resolve; anything between is ambiguous, which makes
+within what the longest allowed run could resolve (and, in an auto run, the judged tail is long
+enough to see growth at the probe's floor rate); anything between is ambiguous, which makes
 an auto run go on and a finished run report "inconclusive" (not a failure).
 """
 
