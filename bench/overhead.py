@@ -15,7 +15,8 @@ import time
 
 from pytest_membudget.probes import create
 from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
-from pytest_membudget.spec import RunSettings, build_spec
+from pytest_membudget.settings import default_run
+from pytest_membudget.spec import build_spec
 
 PROBES = ("rss", "uss", "heap", "gc_objects", "threads", "fds", "iter_time")
 
@@ -51,9 +52,7 @@ def sample_costs(reads: int = 2000) -> list[tuple[str, float]]:
 
 def run_once(per_iteration: float, budgets: dict[str, object],
              iterations: int | str) -> tuple[float, float, int, int]:
-    defaults = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
-                           max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
-    spec = build_spec(defaults, (), {**budgets, "iterations": iterations}, "in bench")
+    spec = build_spec(default_run(), (), {**budgets, "iterations": iterations}, "in bench")
     probes = {name: create(name) for name in spec.probes}
     m = Measurement(spec, probes, capacity_for(spec))
     begin = time.perf_counter()

@@ -7,7 +7,7 @@ flag leaves the ini value in force.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -142,6 +142,14 @@ def raw_value(config: pytest.Config, option: Option) -> tuple[Any, str]:
         if ini not in (None, "", []):
             return ini, f"from ini key {option.ini}"
     return option.default, f"from the default of {option.ini}"
+
+
+def default_run(**overrides: Any) -> RunSettings:
+    """The run settings when nothing is configured (each option's declared default), with
+    ``overrides`` put in as they are: for code that measures outside a pytest session."""
+    values = {key: parse_run_value(key, _by_key(key).default, "from the default")
+              for key in RUN_OPTION_KEYS}
+    return replace(RunSettings(**values), **overrides)
 
 
 def resolve(config: pytest.Config) -> Settings:

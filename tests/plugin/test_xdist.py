@@ -165,8 +165,9 @@ def test_worker_hooks_are_registered_only_with_xdist(pytester: pytest.Pytester) 
     assert "xdist worker" not in result.stdout.str()
 
 
-def test_warns_once_when_workers_outnumber_cores(pytester: pytest.Pytester) -> None:
-    # The conftest is imported by every worker: each reports a single CPU core.
+def four_quick_tests_on_one_core(pytester: pytest.Pytester) -> None:
+    """Four budgeted test files; the conftest, imported by every worker, makes each worker
+    report a single CPU core."""
     pytester.makeconftest("""
         import pytest_membudget.distributed as distributed
         distributed.available_cpus = lambda: 1
@@ -177,6 +178,10 @@ def test_warns_once_when_workers_outnumber_cores(pytester: pytest.Pytester) -> N
         def test_quick():
             pass
     """ for i in range(4)})
+
+
+def test_warns_once_when_workers_outnumber_cores(pytester: pytest.Pytester) -> None:
+    four_quick_tests_on_one_core(pytester)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--dist", "load")
     result.assert_outcomes(passed=4)
     out = result.stdout.str()
@@ -186,16 +191,7 @@ def test_warns_once_when_workers_outnumber_cores(pytester: pytest.Pytester) -> N
 
 
 def test_oversubscription_as_error_fails_the_run_cleanly(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest("""
-        import pytest_membudget.distributed as distributed
-        distributed.available_cpus = lambda: 1
-    """)
-    pytester.makepyfile(**{f"test_part{i}": """
-        import pytest
-        @pytest.mark.membudget(fds=0, iterations=40, warmup=1)
-        def test_quick():
-            pass
-    """ for i in range(4)})
+    four_quick_tests_on_one_core(pytester)
     result = pytester.runpytest_subprocess(
         "-n", "2", "-p", "no:cacheprovider", "--dist", "load",
         "-W", "error::pytest_membudget.distributed.OversubscribedWarning")

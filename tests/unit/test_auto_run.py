@@ -16,10 +16,10 @@ from pytest_membudget.runner import (
     capacity_for,
     measure,
 )
-from pytest_membudget.spec import RunSettings, build_spec
+from pytest_membudget.settings import default_run
+from pytest_membudget.spec import build_spec
 
-AUTO = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
-                   max_seconds=600.0, gc="none", evidence=False, confidence=0.99)
+AUTO = default_run(max_seconds=600.0, gc="off", evidence=False)
 
 
 class Scripted(Probe):

@@ -11,12 +11,12 @@ from pytest_membudget.cudaevidence import live_window_blocks, user_frame
 from pytest_membudget.probes.cuda import STAT_KEYS, stat, unavailable_reason
 from pytest_membudget.results import BudgetExceeded
 from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
-from pytest_membudget.spec import RunSettings, build_spec
+from pytest_membudget.settings import default_run
+from pytest_membudget.spec import build_spec
 
 from . import fake_torch
 
-RUN = RunSettings(iterations=60, warmup=3, min_iterations=64, max_iterations=2000,
-                  max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
+RUN = default_run(iterations=60, warmup=3)
 
 
 def test_every_probe_reads_its_documented_key() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.settings import default_run
 from pytest_membudget.spec import (
     Budget,
-    RunSettings,
     SpecError,
     build_spec,
     parse_budget_line,
@@ -15,8 +15,7 @@ from pytest_membudget.spec import (
     split_budget_key,
 )
 
-DEFAULTS = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
-                       max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
+DEFAULTS = default_run()
 W = "in test"
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_membudget.spec import Budget, BudgetSpec, RunSettings
+from pytest_membudget.settings import default_run
+from pytest_membudget.spec import Budget, BudgetSpec
 from pytest_membudget.verdict import AMBIGUOUS, FAIL, PASS, judge
 
 from . import series
 
-RUN = RunSettings(iterations=None, warmup=5, min_iterations=64, max_iterations=2000,
-                  max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
+RUN = default_run()
 
 
 def status(y: np.ndarray, limit: float = 0.0, kind: str = "slope", probe: str = "rss",
@@ -102,9 +102,7 @@ def test_iter_time_resolution_is_relative() -> None:
 
 
 def fixed_status(y: np.ndarray, probe: str = "rss") -> str:
-    run = RunSettings(iterations=len(y), warmup=5, min_iterations=64, max_iterations=2000,
-                      max_seconds=60.0, gc="collect", evidence=True, confidence=0.99)
-    spec = BudgetSpec((Budget(probe, "slope", 0.0, "test"),), run)
+    spec = BudgetSpec((Budget(probe, "slope", 0.0, "test"),), default_run(iterations=len(y)))
     verdict = judge(spec, series.x(len(y)), {probe: y}, {}, longest_tail=len(y) / 2)
     return verdict.probes[probe].outcomes[0].status
 
