@@ -44,6 +44,9 @@ def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
             if abs(value) >= scale or unit == "ns":
                 return f"{value / scale:.3g} {unit}{suffix}"
     unit = PROBES[probe].unit if probe in PROBES else ""
+    if not per_iter and value == int(value) and abs(value) >= 1000:
+        # Whole counts in full: 43,102 -> 43,152 objects, not 4.31e+04 -> 4.31e+04.
+        return f"{value:,.0f} {unit}".rstrip()
     return f"{value:.3g} {unit}{suffix}".rstrip()
 
 

@@ -13,6 +13,8 @@ def test_fmt_units() -> None:
     assert fmt("rss", 3 * 1024**3) == "3 GiB"
     assert fmt("iter_time", 0.0025) == "2.5 ms"
     assert fmt("threads", 3.0) == "3 threads"
+    assert fmt("gc_objects", 43102.0) == "43,102 objects"  # a count in full, not 4.31e+04
+    assert fmt("gc_objects", 1.5, per_iter=True) == "1.5 objects/iter"
     assert fmt("rss", math.nan) == "n/a"
     assert fmt("rss", -math.inf, per_iter=True) == "-inf/iter"
 
