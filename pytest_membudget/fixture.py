@@ -36,6 +36,7 @@ class MemBudget:
         """Call ``fn(*args, **kwargs)`` for the warm-up and measured iterations, then judge."""
         __tracebackhide__ = True
         if not callable(fn):
+            self._used = True  # the test meant to measure: one error is enough, not a second
             pytest.fail(
                 f"{self.test}: membudget.run() takes the workload to repeat as its first "
                 f"argument, a callable; got {type(fn).__name__} {fn!r:.80}",

@@ -149,3 +149,14 @@ def test_async_body_is_refused(pytester: pytest.Pytester) -> None:
     """)
     assert result.ret != 0
     assert "passed" not in result.stdout.lines[-1] or "failed" in result.stdout.lines[-1]
+
+
+def test_a_marked_test_with_a_bad_workload_reports_one_error(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        import pytest
+        @pytest.mark.membudget(rss=0)
+        def test_not_callable(membudget):
+            membudget.run(42)
+    """)
+    result.assert_outcomes(failed=1, errors=0)
+    assert "never called membudget.run()" not in result.stdout.str()
