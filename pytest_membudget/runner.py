@@ -36,12 +36,15 @@ CHECKPOINT_GROWTH = 1.5
 #: An auto run that fails at N iterations goes on to this many times N and must fail again
 #: there: the tail judged then (the second half) does not overlap the first one.
 CONFIRM_GROWTH = 2
-#: ... and to at least this many measured iterations: growth is called a leak only once it
-#: has lasted past half of them, so a cache or buffer that fills within about 300 iterations
-#: after warm-up and then stops is not one (the detection benchmark's clean_ring_fill300).
-CONFIRM_MIN_ITERATIONS = 640
+#: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
+#: max_iterations is lower). Growth is called a leak only once it has lasted past half of
+#: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
+#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
+#: clean only once it has stayed flat that long, so a leak that sets in within about 400
+#: iterations is not passed unseen (leak_late_after400).
+MIN_VERDICT_ITERATIONS = 640
 #: Growth in the window (floor to floor) after which a failure confirmed at twice its length
-#: stands without running on to CONFIRM_MIN_ITERATIONS: a fast leak must not be run into
+#: stands without running on to MIN_VERDICT_ITERATIONS: a fast leak must not be run into
 #: memory exhaustion or the descriptor limit to prove a point already made.
 CONFIRM_ENOUGH_GROWTH = {"bytes": 64 * 1024**2, "count": 64.0}
 
@@ -186,6 +189,7 @@ def measure(
         confirm_at: int | None = None
         first_failure = 0
         auto = run.iterations is None
+        shortest = min(MIN_VERDICT_ITERATIONS, run.max_iterations)
         while True:
             begin = clock()
             yield iteration
@@ -215,14 +219,13 @@ def measure(
             if verdict.failed:
                 # A leak grows in every stretch. A failure stands once the judged tail at
                 # twice the length, which no longer overlaps the first one, fails too, and
-                # again at CONFIRM_MIN_ITERATIONS unless the growth is already ample; a
+                # again at MIN_VERDICT_ITERATIONS unless the growth is already ample; a
                 # cache that was still filling has stopped by then.
                 if confirm_at is None:
                     first_failure = m.measured
                     confirm_at = min(run.max_iterations, CONFIRM_GROWTH * m.measured)
                 elif m.measured >= confirm_at:
-                    last = min(run.max_iterations,
-                               max(CONFIRM_MIN_ITERATIONS, CONFIRM_GROWTH * first_failure))
+                    last = max(shortest, min(run.max_iterations, CONFIRM_GROWTH * first_failure))
                     if m.measured >= last or _grown_enough(verdict):
                         m.stopped = "clear"
                         break
@@ -230,10 +233,13 @@ def measure(
                 checkpoint = confirm_at
             else:
                 confirm_at = None
-                if verdict.clear:
+                if verdict.clear and m.measured >= shortest:
                     m.stopped = "clear"
                     break
                 checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
+                if verdict.clear:
+                    # Flat so far: nothing to judge before the shortest verdict.
+                    checkpoint = max(checkpoint, shortest)
             m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
         for name, probe in probes.items():
             peak = probe.peak()
@@ -272,7 +278,7 @@ def _prime_judgement(spec: BudgetSpec) -> None:
 
 def _grown_enough(verdict: Verdict) -> bool:
     """Whether every failing probe has grown so much in the window that running on to
-    CONFIRM_MIN_ITERATIONS would only cost memory (or descriptors, or threads)."""
+    MIN_VERDICT_ITERATIONS would only cost memory (or descriptors, or threads)."""
     failing = [p for p in verdict.probes.values() if any(o.status == FAIL for o in p.outcomes)]
     return bool(failing) and all(
         p.trend.growth >= CONFIRM_ENOUGH_GROWTH.get(PROBES[p.probe].kind, math.inf)

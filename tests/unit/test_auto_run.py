@@ -10,7 +10,7 @@ import pytest
 
 from pytest_membudget.probes import Probe
 from pytest_membudget.runner import (
-    CONFIRM_MIN_ITERATIONS,
+    MIN_VERDICT_ITERATIONS,
     Measurement,
     build_result,
     capacity_for,
@@ -68,9 +68,24 @@ def test_a_256_byte_per_iteration_leak_in_pages_is_caught() -> None:
     assert result["rss"].verdict == "fail"
 
 
-def test_a_flat_thread_count_passes_at_the_first_checkpoint() -> None:
+def test_a_flat_thread_count_passes_at_the_shortest_verdict_length() -> None:
     result = run_auto("threads", lambda i: 12.0)
-    assert result["threads"].verdict == "pass" and result.iterations == 64
+    assert result["threads"].verdict == "pass"
+    assert result.iterations == MIN_VERDICT_ITERATIONS
+
+
+def test_a_lower_max_iterations_caps_the_shortest_verdict_length() -> None:
+    result = run_auto("threads", lambda i: 12.0, max_iterations=200)
+    assert result["threads"].verdict == "pass" and result.iterations == 200
+
+
+@pytest.mark.parametrize("probe, curve", [
+    ("rss", lambda i: pages(4096 * max(0, i - 400))),
+    ("threads", lambda i: 12.0 + max(0, i - 400) // 10),
+])
+def test_a_leak_that_sets_in_after_400_flat_iterations_is_caught(probe, curve) -> None:
+    result = run_auto(probe, curve)
+    assert result[probe].verdict == "fail", result[probe].ci
 
 
 @pytest.mark.parametrize("fill", [100, 300])
@@ -83,7 +98,7 @@ def test_a_buffer_that_fills_for_hundreds_of_iterations_is_not_a_leak(fill: int)
 def test_a_leak_is_confirmed_past_the_minimum_confirmation_length() -> None:
     result = run_auto("rss", lambda i: pages(8192 * i))
     assert result["rss"].verdict == "fail"
-    assert result.iterations >= CONFIRM_MIN_ITERATIONS
+    assert result.iterations >= MIN_VERDICT_ITERATIONS
 
 
 def test_a_fast_leak_is_confirmed_at_twice_its_first_failure() -> None:
