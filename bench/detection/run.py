@@ -380,16 +380,12 @@ def ladders(cases: Sequence[Case], runs: dict[str, list[Run]]) -> dict[str, Any]
         members = sorted(members, key=lambda c: c.rate or 0.0)
         rungs = [{"case": c.name, "rate": c.rate, "reliable": reliably_caught(c, runs[c.name]),
                   "verdicts": "".join(r.char for r in runs[c.name])} for c in members]
-        if family.startswith("rss ladder"):
-            # A ladder: the smallest rate from which every larger rung is caught every time.
-            smallest = None
-            for rung in reversed(rungs):
-                if not rung["reliable"]:
-                    break
-                smallest = rung["rate"]
-        else:
-            # Mixed shapes (bursty, late onset): the smallest rate caught in every repeat.
-            smallest = min((r["rate"] for r in rungs if r["reliable"]), default=None)
+        # The smallest rate from which every case at that rate or above is caught every time.
+        smallest = None
+        for rate in sorted({r["rate"] for r in rungs}, reverse=True):
+            if not all(r["reliable"] for r in rungs if r["rate"] == rate):
+                break
+            smallest = rate
         out[family] = {"rungs": rungs, "smallest_reliable_rate": smallest}
     return out
 
@@ -435,7 +431,7 @@ def print_report(cases: Sequence[Case], runs: dict[str, list[Run]], summary: dic
     fingerprints = sorted({r.plugin for case_runs in runs.values() for r in case_runs})
     print(f"plugin source fingerprint(s): {', '.join(fingerprints)}"
           + ("   WARNING: the plugin changed during the run" if len(fingerprints) > 1 else ""))
-    print("\nsmallest leak rate caught in every repeat:")
+    print("\nsmallest leak rate from which every case at or above it is caught in every repeat:")
     for family, ladder in summary["ladders"].items():
         rungs = " ".join(f"{r['rate']:g}:{r['verdicts']}" for r in ladder["rungs"])
         print(f"  {family:32s} {_fmt(ladder['smallest_reliable_rate'], 'g'):>8s}   [{rungs}]")
@@ -500,8 +496,19 @@ def print_wrong(cases: Sequence[Case], runs: dict[str, list[Run]]) -> None:
         print("\n".join(lines))
 
 
-def compare(previous_path: Path, runs: dict[str, list[Run]]) -> list[str]:
-    previous = json.loads(previous_path.read_text())
+def load_previous(path: Path) -> dict[str, Any]:
+    """A --json file of an earlier run; ValueError with the reason when it is not one."""
+    try:
+        previous = json.loads(path.read_text())
+        previous["summary"]["table"][0]["verdicts"]  # noqa: B018  the shape compare() reads
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from error
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise ValueError(f"{path} is not a --json file of this benchmark ({error!r})") from error
+    return dict(previous)
+
+
+def compare(previous: dict[str, Any], runs: dict[str, list[Run]]) -> list[str]:
     before = {row["case"]: row["verdicts"] for row in previous["summary"]["table"]}
     differences = []
     for name, case_runs in runs.items():
@@ -547,6 +554,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = select(args.cases)
     if not cases:
         parser.error(f"no case matches {args.cases!r}")
+    previous = None
+    if args.compare:
+        # Checked before the runs, not after minutes of them.
+        try:
+            previous = load_previous(Path(args.compare))
+        except ValueError as error:
+            parser.error(f"--compare: {error}")
     thresholds = [t.strip() for t in args.memray_thresholds.split(",") if t.strip()]
     if args.memray and not memray_available():
         print("pytest-memray is not installed: the memray comparison is skipped",
@@ -582,8 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_report(cases, runs, summary, memray, thresholds, mode, total_seconds)
     print(f"detection runs took {detection_seconds:.0f} s")
     differences: list[str] = []
-    if args.compare:
-        differences = compare(Path(args.compare), runs)
+    if previous is not None:
+        differences = compare(previous, runs)
         print(f"\ncompared with {args.compare}: "
               + ("same verdicts" if not differences else f"{len(differences)} differ"))
         for line in differences:

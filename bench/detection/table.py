@@ -66,7 +66,8 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
         lines.append(f"- `-n 2` ({xdist['mode']}): {xdist['total_seconds']:.0f} s; "
                      f"cases whose verdict set differs from the serial run: "
                      f"{len(xdist.get('differences') or [])}")
-    lines += ["", "Smallest leak rate caught in every repeat:", ""]
+    lines += ["", "Smallest leak rate from which every case at or above it is caught in every "
+              "repeat:", ""]
     for family, ladder in recompute_ladders(serial).items():
         rungs = ", ".join(f"{r['rate']:g}: `{r['verdicts']}`" for r in ladder["rungs"])
         lines.append(f"- {family}: **{_fmt(ladder['smallest_reliable_rate'], 'g')}** ({rungs})")
