@@ -58,7 +58,8 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
         f"(false-alarm rate {_fmt(counts['false_alarm_rate'], '.1%')})",
         f"- cases whose verdict flips between repeats: {counts['flips']}; "
         f"errors/timeouts: {counts['errors']}",
-        f"- membudget run time (result.seconds) / bare loop of the same calls: median "
+        f"- membudget run time (result.seconds) / bare loop of the same calls: "
+        f"{_fmt(counts.get('total_ratio'), '.2f')}x summed, per case median "
         f"{_fmt(statistics.median(ratios) if ratios else None, '.1f')}x",
         f"- wall time of the run ({serial['mode']}): {serial['total_seconds']:.0f} s",
     ]

@@ -72,9 +72,11 @@ def test_marker_overrides_cli(pytester: pytest.Pytester, recorded) -> None:
 
 
 def test_ini_min_iterations_is_the_first_judgement(pytester: pytest.Pytester, recorded) -> None:
-    ini(pytester, min_iterations="23")
-    data = run_settings(pytester, recorded)  # no slope budget: clear at the first judgement
-    assert data["iterations"] == 23 and data["stopped"] == "clear"
+    # Above the shortest verdict (640): a run with nothing ambiguous stops at the first
+    # judgement, neither at 640 nor at a later checkpoint.
+    ini(pytester, min_iterations="700")
+    data = run_settings(pytester, recorded)
+    assert data["iterations"] == 700 and data["stopped"] == "clear"
 
 
 def test_ini_max_iterations_caps_auto(pytester: pytest.Pytester, recorded) -> None:
