@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_membudget.runner import MIN_VERDICT_ITERATIONS
 from pytest_membudget.spec import (
     Budget,
     RunSettings,
@@ -49,7 +50,8 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("iterations", "measured iterations after warm-up: 'auto' (stop when the verdict is "
-           "clear, extend while it is not) or a whole number", "auto", metavar="N|auto"),
+           f"clear, at {MIN_VERDICT_ITERATIONS} at the soonest or max_iterations if lower; extend "
+           "while it is not) or a whole number", "auto", metavar="N|auto"),
     Option("warmup", "iterations run before measuring (lazy initialisation, caches filling)",
            "5", metavar="N"),
     Option("min_iterations", "auto: measured iterations before the first judgement", "64",
@@ -111,19 +113,21 @@ class Settings:
 def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
     group = parser.getgroup("membudget", "memory budgets (pytest-membudget)")
     for option in (*OPTIONS, *extra):
+        # argparse %-formats a flag's help ("%(default)s"); "10%" must reach it as "10%%".
+        flag_help = option.help.replace("%", "%%")
         if option.kind == "bool":
             group.addoption(option.flag, action="store_const", const="true", default=None,
-                            dest=option.ini, help=option.help)
+                            dest=option.ini, help=flag_help)
         elif option.kind == "linelist":
             group.addoption(option.flag, action="append", default=None, dest=option.ini,
-                            metavar=option.metavar, help=option.help)
+                            metavar=option.metavar, help=flag_help)
         elif option.kind == "optional":
             group.addoption(option.flag, action="store", nargs="?", const=option.const,
                             default=None, dest=option.ini, metavar=option.metavar,
-                            help=option.help)
+                            help=flag_help)
         else:
             group.addoption(option.flag, action="store", default=None, dest=option.ini,
-                            metavar=option.metavar, help=option.help)
+                            metavar=option.metavar, help=flag_help)
         if not option.flag_only:
             if option.kind == "linelist":
                 parser.addini(option.ini, option.help, type="linelist",

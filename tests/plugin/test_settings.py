@@ -228,3 +228,14 @@ def test_bad_flag_value_names_the_flag(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "--membudget-iterations=-4")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*iterations='-4' from --membudget-iterations*"])
+
+
+def test_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
+    # argparse %-formats flag help: a literal "10%" in it once made `pytest --help` crash.
+    result = pytester.runpytest("--help")
+    assert result.ret == 0, result.stderr.str()
+    text = result.stdout.str()
+    for option in OPTIONS:
+        assert option.flag in text
+        assert option.flag_only or option.ini in text
+    assert "all:10%" in text
