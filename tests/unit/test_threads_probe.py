@@ -8,11 +8,13 @@ from pytest_membudget.probes.osres import ThreadsProbe
 
 
 class ScriptedThreads(ThreadsProbe):
-    """Counts come from a script; the last value repeats."""
+    """Counts come from a script; the last value repeats. ``settle``: the settle time, long
+    where a test needs every re-read to happen even on a loaded machine."""
 
-    def __init__(self, counts: list[float]) -> None:
+    def __init__(self, counts: list[float], settle: float = ThreadsProbe.SETTLE_SECONDS) -> None:
         self._script = list(counts)
         self.calls = 0
+        self.SETTLE_SECONDS = settle
 
     def _count(self) -> float:
         self.calls += 1
@@ -24,7 +26,8 @@ class ScriptedThreads(ThreadsProbe):
 
 
 def test_a_rise_that_settles_reads_as_the_settled_count() -> None:
-    probe = ScriptedThreads([4, 7, 7, 4])
+    # Settles on the fourth read, long before a minute is up.
+    probe = ScriptedThreads([4, 7, 7, 4], settle=60.0)
     probe.start()
     assert probe.read() == 4
     assert probe.calls == 4
