@@ -91,10 +91,21 @@ def plot(args: argparse.Namespace) -> int:
     return OK
 
 
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-membudget")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     main_parser = argparse.ArgumentParser(
         prog="membudget", description="Read pytest-membudget JSON reports and baselines.",
         epilog="exit status: 0 success, 1 a regression was found, 2 bad input")
+    main_parser.add_argument("--version", action="version",
+                             version=f"%(prog)s {_installed_version()}")
     commands = main_parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     show_parser = commands.add_parser("show", help="print a report's summary table")
     show_parser.add_argument("report", metavar="REPORT.json")

@@ -106,3 +106,12 @@ def test_module_and_console_script_in_subprocesses(tmp_path: Path) -> None:
     shown = subprocess.run([script, "show", base], capture_output=True, text=True)
     assert shown.returncode == 0 and json.loads(Path(base).read_text())["tests"]
     assert "t.py::test_loop" in shown.stdout
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"membudget {version('pytest-membudget')}"
