@@ -22,7 +22,7 @@ from pytest_membudget.catalog import PROBES
 from pytest_membudget.probes import Probe
 from pytest_membudget.report import describe_outcome
 from pytest_membudget.results import MembudgetResult, ProbeResult
-from pytest_membudget.spec import BudgetSpec
+from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, BudgetSpec
 from pytest_membudget.verdict import AMBIGUOUS, FAIL, Verdict, judge
 
 #: Share of the workload's time that sampling may take; the sampling stride follows from it.
@@ -36,13 +36,6 @@ CHECKPOINT_GROWTH = 1.5
 #: An auto run that fails at N iterations goes on to this many times N and must fail again
 #: there: the tail judged then (the second half) does not overlap the first one.
 CONFIRM_GROWTH = 2
-#: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
-#: max_iterations is lower). Growth is called a leak only once it has lasted past half of
-#: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
-#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
-#: clean only once it has stayed flat that long, so a leak that sets in within about 400
-#: iterations is not passed unseen (leak_late_after400).
-MIN_VERDICT_ITERATIONS = 640
 #: Growth in the window (floor to floor) after which a failure confirmed at twice its length
 #: stands without running on to MIN_VERDICT_ITERATIONS: a fast leak must not be run into
 #: memory exhaustion or the descriptor limit to prove a point already made.

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.runner import MIN_VERDICT_ITERATIONS
 from pytest_membudget.spec import (
+    MIN_VERDICT_ITERATIONS,
     Budget,
     RunSettings,
     SpecError,

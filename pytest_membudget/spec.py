@@ -37,6 +37,15 @@ class Budget:
     source: str
 
 
+#: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
+#: max_iterations is lower). Growth is called a leak only once it has lasted past half of
+#: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
+#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
+#: clean only once it has stayed flat that long, so a leak that sets in within about 400
+#: iterations is not passed unseen (leak_late_after400).
+MIN_VERDICT_ITERATIONS = 640
+
+
 @dataclass(frozen=True)
 class RunSettings:
     iterations: int | None  # None: auto
