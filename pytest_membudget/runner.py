@@ -107,11 +107,12 @@ def measure(
     m = state or Measurement(spec, probes, capacity_for(spec))
     run = spec.run
     clock = time.perf_counter
-    readers = [(column, p.read) for column, p in enumerate(probes.values())]
-    readers.sort(key=lambda entry: not list(probes.values())[entry[0]].read_first)
+    readers = [(column, p.read) for column, p in sorted(
+        enumerate(probes.values()), key=lambda entry: not entry[1].read_first)]
     afters = [p.after_sample for p in probes.values()
               if type(p).after_sample is not Probe.after_sample]
-    syncs = list({type(p).sync: p.sync for p in probes.values()}.values())
+    syncs = list({type(p).sync: p.sync for p in probes.values()
+                  if type(p).sync is not Probe.sync}.values())
     timing = probes.get("iter_time")
     collect = run.gc == "collect"
     values, xs = m.values, m.x
@@ -180,7 +181,6 @@ def measure(
         costs = sample_cost
         n_costs = 1
         confirm_at: int | None = None
-        first_failure = 0
         auto = run.iterations is None
         shortest = min(MIN_VERDICT_ITERATIONS, run.max_iterations)
         while True:
@@ -215,10 +215,9 @@ def measure(
                 # again at MIN_VERDICT_ITERATIONS unless the growth is already ample; a
                 # cache that was still filling has stopped by then.
                 if confirm_at is None:
-                    first_failure = m.measured
                     confirm_at = min(run.max_iterations, CONFIRM_GROWTH * m.measured)
                 elif m.measured >= confirm_at:
-                    last = max(shortest, min(run.max_iterations, CONFIRM_GROWTH * first_failure))
+                    last = max(shortest, confirm_at)
                     if m.measured >= last or _grown_enough(verdict):
                         m.stopped = "clear"
                         break
@@ -244,8 +243,7 @@ def measure(
                 # Evidence must see every object, the containers from before the window too.
                 gc.unfreeze()
                 froze = False
-            failing = {name for name, p in m.verdict.probes.items()
-                       if any(o.status == FAIL for o in p.outcomes)}
+            failing = {name for name, p in m.verdict.probes.items() if p.failed}
             for name in failing:
                 m.evidence.update(probes[name].evidence() or {})
             m.phase = "evidence"
@@ -260,19 +258,26 @@ def measure(
     return m
 
 
+_primed = False
+
+
 def _prime_judgement(spec: BudgetSpec) -> None:
-    """Judge a synthetic window once before the real one opens. The first judgement in a
-    process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand objects
-    and 1 MiB); inside a window they read as growth of the first budgeted test of each
-    process, which under pytest-xdist is a different test on each worker."""
+    """Judge a synthetic window once per process before a real one opens. The first judgement
+    in a process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand
+    objects and 1 MiB); inside a window they read as growth of the first budgeted test of
+    each process, which under pytest-xdist is a different test on each worker."""
+    global _primed
+    if _primed or not spec.probes:
+        return
     x = np.arange(1.0, 33.0)
     judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
+    _primed = True
 
 
 def _grown_enough(verdict: Verdict) -> bool:
     """Whether every failing probe has grown so much in the window that running on to
     MIN_VERDICT_ITERATIONS would only cost memory (or descriptors, or threads)."""
-    failing = [p for p in verdict.probes.values() if any(o.status == FAIL for o in p.outcomes)]
+    failing = [p for p in verdict.probes.values() if p.failed]
     return bool(failing) and all(
         p.trend.growth >= CONFIRM_ENOUGH_GROWTH.get(PROBES[p.probe].kind, math.inf)
         for p in failing

@@ -38,6 +38,10 @@ class ProbeJudgement:
     peak: float
     outcomes: tuple[Outcome, ...]
 
+    @property
+    def failed(self) -> bool:
+        return any(o.status == FAIL for o in self.outcomes)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -45,7 +49,7 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
-        return any(o.status == FAIL for p in self.probes.values() for o in p.outcomes)
+        return any(p.failed for p in self.probes.values())
 
     @property
     def clear(self) -> bool:
