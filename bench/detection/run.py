@@ -55,6 +55,7 @@ class Run:
     samples: dict[str, Any] | None = None  # kept for wrong verdicts only
     error: str = ""
     plugin: str = ""  # fingerprint of the plugin's sources when this run started
+    plugin_file: str = ""  # the pytest_membudget/__init__.py the pytest process imported
 
 
 # ----------------------------------------------------------------------------- running pytest
@@ -106,8 +107,10 @@ def freeze_plugin(directory: Path) -> str:
 
 
 def _env() -> dict[str, str]:
+    """The subprocesses' environment: the frozen copy of the plugin (if any) first on the
+    path, ahead of the repository root, whose ``pytest_membudget/`` is the working tree."""
     path = os.environ.get("PYTHONPATH", "")
-    return dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([*_FROZEN, ROOT, *([path] if path else [])]))
 
 
 def run_pytest(directory: Path, arguments: Sequence[str], timeout: float) -> tuple:
@@ -147,7 +150,7 @@ def to_run(case: str, repeat: int, record: dict[str, Any] | None, timed_out: boo
                    error=output[-1500:])
     data = record.get("membudget")
     run = Run(case, repeat, ".", call_seconds=record.get("duration"),
-              process_seconds=process_seconds)
+              process_seconds=process_seconds, plugin_file=record.get("plugin_file") or "")
     if record["outcome"] == "skipped":
         run.char = "s"
     if data:
@@ -367,6 +370,10 @@ def summarise(cases: Sequence[Case], runs: dict[str, list[Run]],
     counts["bare_seconds_total"] = sum(r["bare_seconds"] for r in timed)
     counts["total_ratio"] = (counts["run_seconds_total"] / counts["bare_seconds_total"]
                              if timed else None)
+    ratios = [r["ratio"] for r in timed]
+    counts["ratio_median"] = _median(ratios)
+    counts["ratio_min"] = min(ratios, default=None)
+    counts["ratio_max"] = max(ratios, default=None)
     leak_runs, clean_runs = counts["leak_runs"], counts["clean_runs"]
     counts["detection_rate"] = counts["leak_caught"] / leak_runs if leak_runs else None
     counts["false_alarm_rate"] = counts["clean_flagged"] / clean_runs if clean_runs else None
@@ -429,16 +436,22 @@ def print_report(cases: Sequence[Case], runs: dict[str, list[Run]], summary: dic
     print(f"leaks caught by another probe than expected: {counts['wrong_probe']}")
     print(f"cases whose verdict flips between repeats:  {counts['flips']}")
     print(f"errors/timeouts: {counts['errors']}")
-    ratios = [r["ratio"] for r in summary["table"] if r["ratio"] is not None]
-    if ratios:
+    if counts["total_ratio"] is not None:
         print(f"membudget run time / bare loop: {counts['total_ratio']:.2f}x summed "
               f"({counts['run_seconds_total']:.1f} s / {counts['bare_seconds_total']:.1f} s), "
-              f"per case median {statistics.median(ratios):.1f}x, "
-              f"min {min(ratios):.1f}x, max {max(ratios):.1f}x")
+              f"per case median {counts['ratio_median']:.1f}x, "
+              f"min {counts['ratio_min']:.1f}x, max {counts['ratio_max']:.1f}x")
     print(f"benchmark wall time: {total_seconds:.0f} s")
     fingerprints = sorted({r.plugin for case_runs in runs.values() for r in case_runs})
     print(f"plugin source fingerprint(s): {', '.join(fingerprints)}"
           + ("   WARNING: the plugin changed during the run" if len(fingerprints) > 1 else ""))
+    location = plugin_location()
+    elsewhere = sorted({r.plugin_file for case_runs in runs.values() for r in case_runs
+                        if r.plugin_file and location is not None
+                        and Path(r.plugin_file).parent != location})
+    if elsewhere:
+        print(f"WARNING: runs imported the plugin from {', '.join(elsewhere)}, "
+              f"not from the fingerprinted {location}")
     print("\nsmallest leak rate from which every case at or above it is caught in every repeat:")
     for family, ladder in summary["ladders"].items():
         rungs = " ".join(f"{r['rate']:g}:{r['verdicts']}" for r in ladder["rungs"])
@@ -513,7 +526,7 @@ def load_previous(path: Path) -> dict[str, Any]:
         raise ValueError(f"cannot read {path}: {error.strerror}") from error
     except (ValueError, KeyError, IndexError, TypeError) as error:
         raise ValueError(f"{path} is not a --json file of this benchmark ({error!r})") from error
-    return dict(previous)
+    return previous
 
 
 def compare(previous: dict[str, Any], runs: dict[str, list[Run]]) -> list[str]:
@@ -559,6 +572,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated directory")
     args = parser.parse_args(argv)
 
+    for name, value in (("--repeats", args.repeats), ("-n", args.workers),
+                        ("--memray-iterations", args.memray_iterations),
+                        ("--timeout", args.timeout)):
+        if value is not None and value <= 0:
+            parser.error(f"{name} must be positive, not {value}")
     cases = select(args.cases)
     if not cases:
         parser.error(f"no case matches {args.cases!r}")

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-
-def _fmt(value: Any, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+from bench.detection.cases import CASES
+from bench.detection.run import Run, _fmt, summarise
 
 
 def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
@@ -49,7 +48,6 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
             cells.append({"F": "F", ".": "·"}.get(char or "", char or "-"))
         lines.append("| " + " | ".join(cells) + " |")
     counts = summary["counts"]
-    ratios = [r["ratio"] for r in summary["table"] if r["ratio"] is not None]
     lines += [
         "",
         f"- leak runs caught: {counts['leak_caught']}/{counts['leak_runs']} "
@@ -60,7 +58,7 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
         f"errors/timeouts: {counts['errors']}",
         f"- membudget run time (result.seconds) / bare loop of the same calls: "
         f"{_fmt(counts.get('total_ratio'), '.2f')}x summed, per case median "
-        f"{_fmt(statistics.median(ratios) if ratios else None, '.1f')}x",
+        f"{_fmt(counts.get('ratio_median'), '.1f')}x",
         f"- wall time of the run ({serial['mode']}): {serial['total_seconds']:.0f} s",
     ]
     if xdist:
@@ -69,18 +67,13 @@ def render(serial: dict[str, Any], xdist: dict[str, Any] | None,
                      f"{len(xdist.get('differences') or [])}")
     lines += ["", "Smallest leak rate from which every case at or above it is caught in every "
               "repeat:", ""]
-    for family, ladder in recompute_ladders(serial).items():
+    for family, ladder in summary["ladders"].items():
         rungs = ", ".join(f"{r['rate']:g}: `{r['verdicts']}`" for r in ladder["rungs"])
         lines.append(f"- {family}: **{_fmt(ladder['smallest_reliable_rate'], 'g')}** ({rungs})")
     return "\n".join(lines)
 
 
 def _runs(payload: dict[str, Any]) -> tuple[list[Any], dict[str, list[Any]]]:
-    from dataclasses import fields
-
-    from bench.detection.cases import CASES
-    from bench.detection.run import Run
-
     names = {f.name for f in fields(Run)}
     runs = {name: [Run(**{k: v for k, v in r.items() if k in names}) for r in case_runs]
             for name, case_runs in payload["runs"].items()}
@@ -89,17 +82,8 @@ def _runs(payload: dict[str, Any]) -> tuple[list[Any], dict[str, list[Any]]]:
 
 def resummarise(payload: dict[str, Any]) -> dict[str, Any]:
     """The summary from the stored runs, with the current definitions in run.py."""
-    from bench.detection.run import summarise
-
     cases, runs = _runs(payload)
     return summarise(cases, runs, payload.get("bare") or {})
-
-
-def recompute_ladders(payload: dict[str, Any]) -> dict[str, Any]:
-    from bench.detection.run import ladders
-
-    cases, runs = _runs(payload)
-    return ladders(cases, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
