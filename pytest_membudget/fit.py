@@ -102,11 +102,17 @@ def window_growth(y: FloatArray, blocks: int = TAIL_BLOCKS) -> float:
     return float(parts[-1].min() - parts[0].min())
 
 
+def tail_length(n: int) -> int:
+    """Samples in the judged tail of a window of ``n``: its second half, at least
+    MIN_TAIL_SAMPLES when there are that many."""
+    return max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
+
+
 def trend(x: FloatArray, y: FloatArray, confidence: float) -> Trend:
     """Judge the trend of a measured window (warm-up already excluded)."""
     n = len(x)
     growth = window_growth(y)
-    tail_len = max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
+    tail_len = tail_length(n)
     if tail_len < MIN_TAIL_SAMPLES:
         slope = theil_sen(x, y) if n >= 2 else 0.0
         return Trend(slope, -math.inf, math.inf, slope, slope, 0, 0.0, growth, judged=False)

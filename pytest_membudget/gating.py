@@ -17,7 +17,8 @@ import pytest
 from pytest_membudget import jsonreport, storage
 from pytest_membudget.baseline import Comparison, Policy, ToleranceError, compare, parse_policy
 from pytest_membudget.comparetext import comparison_lines
-from pytest_membudget.settings import OPTIONS, raw_value
+from pytest_membudget.distributed import is_worker
+from pytest_membudget.settings import option_by_key, raw_value
 from pytest_membudget.spec import SpecError, parse_bool
 
 #: Exit status when a report, baseline or plot could not be written at the end of a run
@@ -45,7 +46,7 @@ class GatingSettings:
 
 
 def _raw(config: pytest.Config, key: str) -> tuple[Any, str]:
-    return raw_value(config, next(o for o in OPTIONS if o.key == key))
+    return raw_value(config, option_by_key(key))
 
 
 def _path(config: pytest.Config, key: str) -> Path | None:
@@ -54,7 +55,7 @@ def _path(config: pytest.Config, key: str) -> Path | None:
     value, _ = _raw(config, key)
     if not value:
         return None
-    from_flag = config.getoption(f"membudget_{key}", default=None) is not None
+    from_flag = config.getoption(option_by_key(key).ini, default=None) is not None
     base = config.invocation_params.dir if from_flag else config.rootpath
     return (base / Path(value).expanduser()).resolve()
 
@@ -68,7 +69,7 @@ def resolve(config: pytest.Config) -> GatingSettings:
     except (SpecError, ToleranceError) as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
     compare_name, _ = _raw(config, "compare")
-    if config.getoption("membudget_compare_fail", default=None) and compare_name is None:
+    if config.getoption(option_by_key("compare_fail").ini, default=None) and compare_name is None:
         raise pytest.UsageError(
             "pytest-membudget: --membudget-compare-fail sets the tolerances of "
             "--membudget-compare, which is not given; add --membudget-compare (the latest "
@@ -86,7 +87,7 @@ def configure(config: pytest.Config, results: list[tuple[str, dict[str, Any]]]) 
     gating = resolve(config)
     if not gating.active:
         return
-    if hasattr(config, "workerinput"):  # pytest-xdist worker: the controller writes
+    if is_worker(config):  # pytest-xdist worker: the controller writes
         config.pluginmanager.register(WorkerFacts(config), "membudget-worker-facts")
         return
     config.pluginmanager.register(Gate(config, gating, results), "membudget-gate")

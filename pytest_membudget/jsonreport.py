@@ -83,14 +83,10 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def entry_for(data: Mapping[str, Any], outcome: str | None, *, samples: bool) -> dict[str, Any]:
-    entry = json_safe(data)
+def entry_for(data: Mapping[str, Any], outcome: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = json_safe(data)
     entry["outcome"] = outcome
-    if not samples:
-        for probe in entry.get("probes", {}).values():
-            for key in SAMPLE_KEYS:
-                probe.pop(key, None)
-    return dict(entry)
+    return entry
 
 
 def build_document(
@@ -103,19 +99,19 @@ def build_document(
     machine_facts: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole run: every budgeted test's results (the last report wins for a rerun test)."""
-    tests = {nodeid: entry_for(data, outcomes.get(nodeid), samples=samples)
-             for nodeid, data in results}
-    return {
+    tests = {nodeid: entry_for(data, outcomes.get(nodeid)) for nodeid, data in results}
+    document = {
         "format": FORMAT,
         "schema": SCHEMA,
         "name": name,
         "created": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         "exitstatus": exitstatus,
-        "samples": samples,
+        "samples": True,
         "machine": dict(machine_facts) if machine_facts is not None else machine(),
         "versions": versions(),
         "tests": tests,
     }
+    return document if samples else without_samples(document)
 
 
 def has_samples(document: Mapping[str, Any]) -> bool:

@@ -14,11 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_membudget.catalog import PROBES
-from pytest_membudget.report import fmt
-
-_BYTES = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0))
-_SECONDS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+from pytest_membudget.report import fmt, unit_scale
 
 
 def missing_matplotlib(what: str) -> str | None:
@@ -37,21 +33,15 @@ def file_name(nodeid: str) -> str:
 
 
 def _scale(probe: str, values: list[float]) -> tuple[float, str]:
-    kind = PROBES[probe].kind if probe in PROBES else "count"
-    top = max((abs(v) for v in values), default=0.0)
-    if kind == "bytes":
-        return next(((s, u) for u, s in _BYTES if top >= s), (1.0, "B"))
-    if kind == "seconds":
-        return next(((s, u) for u, s in _SECONDS if top >= s), (1e-9, "ns"))
-    return 1.0, PROBES[probe].unit if probe in PROBES else ""
+    return unit_scale(probe, max((abs(v) for v in values), default=0.0))
 
 
 def _tail(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
     """The judged tail as fit.trend takes it: the second half of the measured window."""
-    from pytest_membudget.fit import MIN_TAIL_SAMPLES
+    from pytest_membudget.fit import tail_length
 
     n = len(xs)
-    length = max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
+    length = tail_length(n)
     return xs[n - length:], ys[n - length:]
 
 

@@ -89,7 +89,7 @@ _WARNED_DEVICE_WIDE = pytest.StashKey[bool]()
 
 def _warn_device_wide(item: pytest.Item, spec: BudgetSpec) -> None:
     config = item.config
-    if "cuda_device_used" not in spec.probes or not hasattr(config, "workerinput"):
+    if "cuda_device_used" not in spec.probes or not distributed.is_worker(config):
         return
     if config.stash.get(_WARNED_DEVICE_WIDE, False):
         return

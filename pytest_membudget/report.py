@@ -26,6 +26,17 @@ STOPPED = {
 }
 
 
+def unit_scale(probe: str, magnitude: float) -> tuple[float, str]:
+    """The unit a probe's figure of this size is shown in, and its size in the probe's base
+    unit: (1024.0, 'KiB'), (1e-3, 'ms'), (1.0, 'threads')."""
+    kind = PROBES[probe].kind if probe in PROBES else "count"
+    if kind == "bytes":
+        return next(((scale, unit) for unit, scale in _BINARY if magnitude >= scale), (1.0, "B"))
+    if kind == "seconds":
+        return next(((scale, unit) for unit, scale in _TIME if magnitude >= scale), (1e-9, "ns"))
+    return 1.0, PROBES[probe].unit if probe in PROBES else ""
+
+
 def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
     """A probe's figure in readable units: '1.5 KiB/iter', '3 threads', '2.1 ms'."""
     suffix = "/iter" if per_iter else ""
@@ -33,17 +44,9 @@ def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
         return "n/a"
     if math.isinf(value):
         return ("-" if value < 0 else "") + "inf" + suffix
-    kind = PROBES[probe].kind if probe in PROBES else "count"
-    if kind == "bytes":
-        for unit, scale in _BINARY:
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {unit}{suffix}"
-        return f"{value:.3g} B{suffix}"
-    if kind == "seconds":
-        for unit, scale in _TIME:
-            if abs(value) >= scale or unit == "ns":
-                return f"{value / scale:.3g} {unit}{suffix}"
-    unit = PROBES[probe].unit if probe in PROBES else ""
+    scale, unit = unit_scale(probe, abs(value))
+    if (PROBES[probe].kind if probe in PROBES else "count") != "count":
+        return f"{value / scale:.3g} {unit}{suffix}"
     if not per_iter and value == int(value) and abs(value) >= 1000:
         # Whole counts in full: 43,102 -> 43,152 objects, not 4.31e+04 -> 4.31e+04.
         return f"{value:,.0f} {unit}".rstrip()

@@ -151,7 +151,7 @@ def raw_value(config: pytest.Config, option: Option) -> tuple[Any, str]:
 def default_run(**overrides: Any) -> RunSettings:
     """The run settings when nothing is configured (each option's declared default), with
     ``overrides`` put in as they are: for code that measures outside a pytest session."""
-    values = {key: parse_run_value(key, _by_key(key).default, "from the default")
+    values = {key: parse_run_value(key, option_by_key(key).default, "from the default")
               for key in RUN_OPTION_KEYS}
     return replace(RunSettings(**values), **overrides)
 
@@ -161,18 +161,18 @@ def resolve(config: pytest.Config) -> Settings:
     try:
         values: dict[str, Any] = {}
         for key in RUN_OPTION_KEYS:
-            raw, where = raw_value(config, _by_key(key))
+            raw, where = raw_value(config, option_by_key(key))
             values[key] = parse_run_value(key, raw, where)
-        raw_budgets, where = raw_value(config, _by_key("budget"))
+        raw_budgets, where = raw_value(config, option_by_key("budget"))
         budgets = tuple(parse_budget_line(line, where) for line in raw_budgets if line.strip())
-        raw_disable, where = raw_value(config, _by_key("disable"))
+        raw_disable, where = raw_value(config, option_by_key("disable"))
         disable = parse_bool("disable", raw_disable, where)
-        raw_require, where = raw_value(config, _by_key("require_cuda"))
+        raw_require, where = raw_value(config, option_by_key("require_cuda"))
         require_cuda = parse_bool("require_cuda", raw_require, where)
     except SpecError as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
     return Settings(RunSettings(**values), budgets, disable, require_cuda)
 
 
-def _by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:
+def option_by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:
     return next(o for o in options if o.key == key)

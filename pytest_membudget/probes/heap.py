@@ -22,8 +22,7 @@ class HeapProbe(Probe):
         self._started = not tracemalloc.is_tracing()
         self._peak = 0.0
         if self._started:
-            tracemalloc.start(HEAP_FRAMES)
-            tracemalloc.reset_peak()
+            tracemalloc.start(HEAP_FRAMES)  # with its peak at zero
 
     def read(self) -> float:
         current, peak = tracemalloc.get_traced_memory()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import sys
 from collections.abc import Callable
 
 from pytest_membudget.probes import Probe
+from pytest_membudget.probes.procfs import libc_function
 
 
 class _MallInfo2(ctypes.Structure):
@@ -19,11 +19,8 @@ class _MallInfo2(ctypes.Structure):
 
 @functools.lru_cache(maxsize=1)
 def _mallinfo2() -> Callable[[], _MallInfo2] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None).mallinfo2
-    except (OSError, AttributeError):
+    function = libc_function("mallinfo2")
+    if function is None:
         return None
     function.restype = _MallInfo2
     function.argtypes = []

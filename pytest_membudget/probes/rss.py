@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import os
-import sys
 from collections.abc import Callable
 
 import psutil
 
 from pytest_membudget.probes import Probe
-from pytest_membudget.probes.procfs import ProcFile, has_procfs
+from pytest_membudget.probes.procfs import ProcFile, has_procfs, libc_function
 
 
 def release_free_memory() -> None:
@@ -26,15 +23,8 @@ def release_free_memory() -> None:
         trim(0)
 
 
-@functools.lru_cache(maxsize=1)
 def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None)
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
+    trim: Callable[[int], int] | None = libc_function("malloc_trim")
     return trim
 
 
