@@ -61,20 +61,24 @@ class DeviceStats:
         )
         self.stats: Mapping[str, Any] = {}
         self.users = 0
+        #: Users that read ``stats``; without any, a sample only synchronizes.
+        self.stat_users = 0
         self.recording = False
         self.ready = False
         self.window_ready = False
 
     @classmethod
-    def acquire(cls, device: str | None) -> DeviceStats:
+    def acquire(cls, device: str | None, reads_stats: bool = True) -> DeviceStats:
         source = cls._shared.get(device)
         if source is None:
             source = cls._shared[device] = cls(device)
         source.users += 1
+        source.stat_users += reads_stats
         return source
 
-    def release(self, device: str | None) -> None:
+    def release(self, device: str | None, reads_stats: bool = True) -> None:
         self.users -= 1
+        self.stat_users -= reads_stats
         if self.users <= 0:
             self._shared.pop(device, None)
 
@@ -88,7 +92,8 @@ class DeviceStats:
 
     def refresh(self) -> None:
         self.torch.cuda.synchronize(self.device)
-        self.stats = self.torch.cuda.memory_stats(self.device)
+        if self.stat_users:
+            self.stats = self.torch.cuda.memory_stats(self.device)
 
     def record_history(self, on: bool) -> None:
         """Record the Python frames of each allocation (torch's allocator history); costly,
@@ -119,6 +124,9 @@ class CudaProbe(Probe):
     """One figure of the caching allocator. The CUDA context is created before warm-up;
     cuBLAS workspaces are cleared before the window; each sample follows a synchronize."""
 
+    #: Whether read() looks at memory_stats (fetched once per sample for all such probes).
+    reads_stats = True
+
     def __init__(self, options: Mapping[str, Any] | None = None, name: str = "") -> None:
         super().__init__(options)
         self.name = name
@@ -129,7 +137,7 @@ class CudaProbe(Probe):
         return unavailable_reason(self.device)
 
     def start(self) -> None:
-        self.source = DeviceStats.acquire(self.device)
+        self.source = DeviceStats.acquire(self.device, self.reads_stats)
         self.source.init_context()
 
     def before_window(self) -> None:
@@ -157,12 +165,14 @@ class CudaProbe(Probe):
     def stop(self) -> None:
         if self.source is not None:
             self.source.record_history(False)
-            self.source.release(self.device)
+            self.source.release(self.device, self.reads_stats)
             self.source = None
 
 
 class DeviceUsedProbe(CudaProbe):
     """Bytes in use on the whole device (every process on it), from cudaMemGetInfo."""
+
+    reads_stats = False
 
     def read(self) -> float:
         assert self.source is not None

@@ -120,3 +120,26 @@ def test_history_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_budget_exceeded_is_an_assertion() -> None:
     assert issubclass(BudgetExceeded, AssertionError)
+
+
+@pytest.mark.parametrize("budgets, fetches", [
+    ({"cuda_device_used": 0}, False),
+    ({"cuda_device_used": 0, "cuda_small_pool": 0}, True),
+])
+def test_memory_stats_are_fetched_only_for_probes_that_read_them(
+        monkeypatch: pytest.MonkeyPatch, budgets: dict[str, object], fetches: bool) -> None:
+    torch, allocator = fake_torch.make(0)
+    calls = []
+    fetch = torch.cuda.memory_stats  # type: ignore[attr-defined]
+    torch.cuda.memory_stats = lambda device=None: calls.append(1) or fetch(device)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    from pytest_membudget.probes import create
+
+    spec = build_spec(RUN, (), budgets, "in test")
+    probes = {name: create(name, {"device": None}) for name in spec.probes}
+    m = Measurement(spec, probes, capacity_for(spec))
+    for _ in measure(spec, probes, m):
+        allocator.step()
+    assert build_result(m).passed
+    assert bool(calls) == fetches
+    assert allocator.synced > 0  # every sample still waits for the device
