@@ -22,13 +22,9 @@ from typing import Any
 EVIDENCE_FRAMES = 16
 TOP = 10
 _OWN = os.path.dirname(os.path.abspath(__file__))
-_SKIP_PARTS = (
-    _OWN + os.sep,
-    os.sep + "_pytest" + os.sep,
-    os.sep + "pluggy" + os.sep,
-    os.sep + "tracemalloc.py",
-    "<frozen ",
-)
+#: Frames of the test framework, never the line that leaked (shared with cudaevidence).
+FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
+_SKIP_PARTS = (_OWN + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
 MEMORY_PROBES = ("rss", "uss", "heap", "gc_objects")
 _STDLIB = sysconfig.get_paths()["stdlib"]
 
@@ -47,10 +43,9 @@ def evidence_iterations(measured: int) -> int:
 
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
-    seconds: float | None = None,
 ) -> Generator[int, None, dict[str, Any]]:
-    """Run up to ``iterations`` more iterations (stopping after ``seconds``) and report what
-    grew during them."""
+    """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
+    what grew during them."""
     memory = bool(failing & set(MEMORY_PROBES)) or any(p.startswith("cuda") for p in failing)
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
@@ -64,7 +59,7 @@ def collect(
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
         begin = time.perf_counter()
-        deadline = begin + (EVIDENCE_SECONDS if seconds is None else seconds)
+        deadline = begin + EVIDENCE_SECONDS
         done = 0
         while done < iterations:
             yield start_iteration + done

@@ -12,13 +12,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_membudget.attribution import FRAMEWORK_PARTS
+
 _INTERNAL = (
     os.sep + "torch" + os.sep,
-    os.sep + "_pytest" + os.sep,
-    os.sep + "pluggy" + os.sep,
     os.sep + "pytest_membudget" + os.sep,
-    "<frozen ",
     "??",
+    *FRAMEWORK_PARTS,
 )
 LIVE_STATES = ("active_allocated", "active_pending_free")
 
@@ -26,9 +26,10 @@ LIVE_STATES = ("active_allocated", "active_pending_free")
 def user_frame(frames: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The innermost frame outside torch, pytest and this plugin (frames are innermost
     first); the innermost frame of all when every one is internal."""
-    python = [f for f in frames if str(f.get("filename", "")).endswith(".py")]
-    for frame in python:
-        if not any(part in str(frame.get("filename", "")) for part in _INTERNAL):
+    named = [(str(f.get("filename", "")), f) for f in frames]
+    python = [f for name, f in named if name.endswith(".py")]
+    for name, frame in named:
+        if name.endswith(".py") and not any(part in name for part in _INTERNAL):
             return frame
     return python[0] if python else (frames[0] if frames else None)
 
