@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,8 +116,8 @@ class Layer:
 
     states: np.ndarray  # (n_states, 1 + n_agents) int32
 
-    def index(self) -> dict[State, int]:
-        return {tuple(int(v) for v in row): i for i, row in enumerate(self.states)}
+    def state_tuples(self) -> list[State]:
+        return [tuple(int(v) for v in row) for row in self.states]
 
 
 @dataclass
@@ -148,7 +147,7 @@ class Store:
     def put_cache_slice(self, t: int, cache_slice: list[list[dict[ReachGoal, np.ndarray]]]) -> None:
         raise NotImplementedError
 
-    def cache_slice(self, t: int, goals: list[ReachGoal]) -> np.ndarray:
+    def cache_slice(self, t: int) -> np.ndarray:
         """Attainment of layer t, flat in (state, profile, goal, successor) order."""
         raise NotImplementedError
 
@@ -180,7 +179,6 @@ class InMemoryStore(Store):
         self.all_values: dict[int, np.ndarray] = {}
         self.policies: dict[int, np.ndarray] = {}
         world._attainment_cache = {}
-        self._next_state_index = 0
 
     def put_layer(self, t: int, layer: Layer) -> None:
         self.layers[t] = layer
@@ -202,7 +200,7 @@ class InMemoryStore(Store):
         for local, per_profile in enumerate(cache_slice):
             cache[start + local] = per_profile
 
-    def cache_slice(self, t: int, goals: list[ReachGoal]) -> np.ndarray:
+    def cache_slice(self, t: int) -> np.ndarray:
         cache = self.world._attainment_cache
         assert cache is not None
         start = self.slice_starts[t]
@@ -259,7 +257,7 @@ class DiskSliceStore(Store):
         self.largest_slice_bytes = max(self.largest_slice_bytes, _cache_bytes(cache_slice))
         np.savez(self._path("cache", t), attainment=flatten_cache_slice(cache_slice))
 
-    def cache_slice(self, t: int, goals: list[ReachGoal]) -> np.ndarray:
+    def cache_slice(self, t: int) -> np.ndarray:
         return self._load("cache", t)["attainment"]
 
     def put_values(self, t: int, values: np.ndarray) -> None:
@@ -374,7 +372,7 @@ class BackwardInduction:
         self.store.put_values(self.horizon, self._terminal_values(terminal))
 
     def _terminal_values(self, layer: Layer) -> np.ndarray:
-        states = [tuple(int(v) for v in row) for row in layer.states]
+        states = layer.state_tuples()
         return np.array(
             [[g.is_achieved(s) for g in self.world.goals] for s in states], dtype=np.float32
         ).reshape(len(states), len(self.world.goals))
@@ -393,7 +391,7 @@ class BackwardInduction:
         n_profiles = len(self.world.profiles)
         transitions = self.store.transitions(t)
         n_states = len(transitions.offsets) // n_profiles
-        next_states = [tuple(int(v) for v in row) for row in self.store.layer(t + 1).states]
+        next_states = self.store.layer(t + 1).state_tuples()
         next_values = self.store.values(t + 1)
         cache_slice: list[list[dict[ReachGoal, np.ndarray]]] = []
         offsets, successor = transitions.offsets, transitions.successor
@@ -430,7 +428,7 @@ class BackwardInduction:
         n_profiles = len(self.world.profiles)
         for t in range(self.horizon):
             transitions = self.store.transitions(t)
-            attainment = self.store.cache_slice(t, goals)  # reused, not recomputed
+            attainment = self.store.cache_slice(t)  # reused, not recomputed
             next_values = self.store.values(t + 1)
             q = q_values(attainment, transitions, next_values, len(goals))
             q = q.reshape(-1, n_profiles, len(goals)).transpose(0, 2, 1)  # (S, G, P)
@@ -451,14 +449,3 @@ def solve(config: GridConfig, *, sliced: bool, directory: str | Path | None = No
     store: Store = DiskSliceStore(directory) if sliced else InMemoryStore(world)
     BackwardInduction(world, store).solve()
     return store
-
-
-def iter_sizes(config: GridConfig) -> Iterator[tuple[int, int]]:
-    """(timestep, number of states) of the DAG, for documentation and sizing."""
-    world = GridWorld(config)
-    current = {world.initial_state()}
-    for t in range(config.horizon + 1):
-        yield t, len(current)
-        current = {
-            nxt for s in current for pr in world.profiles for nxt, _ in world.successors(s, pr)
-        }

@@ -87,7 +87,7 @@ class GraphEnv:
 
     def __init__(self, n_envs: int, sizes: GraphSizes, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
-        full = ObservationLayout(np.float32, True, sizes).spaces()
+        full = ObservationLayout.broken(sizes).spaces()
         # One fixed observation template per key, updated in place each step.
         self.obs = {
             key: (rng.standard_normal((n_envs, *shape)) * 3).astype(dtype)

@@ -86,6 +86,20 @@ class Learner:
         return float(batch[:, -1].mean())
 
 
+def _start_workers(cfg: TrialConfig) -> list[RolloutWorker]:
+    workers = [RolloutWorker(cfg, i) for i in range(cfg.worker_num)]
+    for worker in workers:
+        worker.start()
+    return workers
+
+
+def _stop_and_join(workers: list[RolloutWorker]) -> None:
+    for worker in workers:
+        worker.stop()
+    for worker in workers:
+        worker.join(timeout=5)
+
+
 class TrialRunner:
     def __init__(self, cfg: TrialConfig | None = None, rounds: int = 2) -> None:
         self.cfg = cfg or TrialConfig()
@@ -117,18 +131,13 @@ class LeakyTrialRunner(TrialRunner):
         self._abandoned: list[RolloutWorker] = []  # only so that close() can clean up
 
     def run_trial(self) -> float:
-        workers = [RolloutWorker(self.cfg, i) for i in range(self.cfg.worker_num)]
-        for worker in workers:
-            worker.start()
+        workers = _start_workers(self.cfg)
         self._abandoned.extend(workers)
         return self._train(workers)
 
     def close(self) -> None:
         """Not part of the broken runner's behaviour: lets a test leave no threads behind."""
-        for worker in self._abandoned:
-            worker.stop()
-        for worker in self._abandoned:
-            worker.join(timeout=5)
+        _stop_and_join(self._abandoned)
         self._abandoned.clear()
 
 
@@ -136,16 +145,11 @@ class JoiningTrialRunner(TrialRunner):
     """Fresh workers per trial, stopped and joined before the trial returns."""
 
     def run_trial(self) -> float:
-        workers = [RolloutWorker(self.cfg, i) for i in range(self.cfg.worker_num)]
-        for worker in workers:
-            worker.start()
+        workers = _start_workers(self.cfg)
         try:
             return self._train(workers)
         finally:
-            for worker in workers:
-                worker.stop()
-            for worker in workers:
-                worker.join(timeout=5)
+            _stop_and_join(workers)
 
 
 class PooledTrialRunner(TrialRunner):
@@ -157,14 +161,9 @@ class PooledTrialRunner(TrialRunner):
 
     def run_trial(self) -> float:
         if not self.workers:
-            self.workers = [RolloutWorker(self.cfg, i) for i in range(self.cfg.worker_num)]
-            for worker in self.workers:
-                worker.start()
+            self.workers = _start_workers(self.cfg)
         return self._train(self.workers)
 
     def close(self) -> None:
-        for worker in self.workers:
-            worker.stop()
-        for worker in self.workers:
-            worker.join(timeout=5)
+        _stop_and_join(self.workers)
         self.workers = []
