@@ -26,12 +26,11 @@ LIVE_STATES = ("active_allocated", "active_pending_free")
 def user_frame(frames: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The innermost frame outside torch, pytest and this plugin (frames are innermost
     first); the innermost frame of all when every one is internal."""
-    named = [(str(f.get("filename", "")), f) for f in frames]
-    python = [f for name, f in named if name.endswith(".py")]
-    for name, frame in named:
-        if name.endswith(".py") and not any(part in name for part in _INTERNAL):
+    python = [(name, f) for f in frames if (name := str(f.get("filename", ""))).endswith(".py")]
+    for name, frame in python:
+        if not any(part in name for part in _INTERNAL):
             return frame
-    return python[0] if python else (frames[0] if frames else None)
+    return python[0][1] if python else (frames[0] if frames else None)
 
 
 def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 import psutil
 
@@ -18,14 +17,9 @@ def release_free_memory() -> None:
     that reuses it does not raise RSS until it is used up, and would pass unseen. Trimmed
     pages are no longer resident, so new use of them shows again.
     """
-    trim = _malloc_trim()
+    trim = libc_function("malloc_trim")
     if trim is not None:
         trim(0)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    trim: Callable[[int], int] | None = libc_function("malloc_trim")
-    return trim
 
 
 def reset_peak_rss() -> bool:
