@@ -545,20 +545,25 @@ def compare(previous: dict[str, Any], runs: dict[str, list[Run]]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detection",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="runs of each case (default 5); verdict flips are counted over them")
     parser.add_argument("--cases", default=None,
                         help="comma-separated names, substrings or fnmatch patterns")
     parser.add_argument("-n", dest="workers", type=int, default=None,
                         help="pass -n N to pytest (pytest-xdist); all cases in one process")
     parser.add_argument("--memray", action="store_true",
                         help="also run pytest-memray's limit_leaks (needs pytest-memray)")
-    parser.add_argument("--memray-thresholds", default="1KB,64KB,1MB")
-    parser.add_argument("--memray-iterations", type=int, default=200)
+    parser.add_argument("--memray-thresholds", default="1KB,64KB,1MB",
+                        help="comma-separated limit_leaks thresholds (default 1KB,64KB,1MB)")
+    parser.add_argument("--memray-iterations", type=int, default=200,
+                        help="calls of the step in each memray test (default 200)")
     parser.add_argument("--no-evidence", action="store_true",
                         help="membudget(evidence=False): skip the evidence rerun after a "
                              "failure (it does not change the verdict, only the time)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-loop timing")
-    parser.add_argument("--json", dest="json_path", default=None)
+    parser.add_argument("--json", dest="json_path", default=None, metavar="PATH",
+                        help="write every run and the summary to this file (for --compare and "
+                        "table.py)")
     parser.add_argument("--compare", default=None,
                         help="a previous --json file: print cases whose verdicts differ")
     parser.add_argument("--timeout", type=float, default=600.0,
