@@ -14,7 +14,9 @@ import statistics
 import time
 
 from pytest_membudget.probes import create
-from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
+from pytest_membudget.results import build_result
+from pytest_membudget.runner import capacity_for, measure
+from pytest_membudget.sampling import Measurement
 from pytest_membudget.settings import default_run
 from pytest_membudget.spec import build_spec
 
@@ -65,7 +67,7 @@ def run_once(per_iteration: float, budgets: dict[str, object],
     for _ in range(total):
         spin(per_iteration)
     bare = time.perf_counter() - begin
-    return plugin, bare, total, m.stride
+    return plugin, bare, total, m.stride.every if m.stride is not None else 1
 
 
 def main() -> None:

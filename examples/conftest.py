@@ -17,6 +17,7 @@ import pytest
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.probes.rss import release_free_memory as trim_malloc
 from pytest_membudget.spec import parse_quantity
+from pytest_membudget.vocabulary import BudgetKind
 
 SCALES = ("ci", "large")
 SCALE = os.environ.get("MEMBUDGET_EXAMPLES_SCALE", "ci").strip().lower() or "ci"
@@ -76,7 +77,7 @@ def cpu_oversubscribed() -> str | None:
 
 def parse_size(text: str | int) -> int:
     """A size such as "20 MiB", read the way the plugin reads its own budgets."""
-    return int(parse_quantity(PROBES["rss"], "peak", text, "in an rss_headroom marker"))
+    return int(parse_quantity(PROBES["rss"], BudgetKind.PEAK, text, "in an rss_headroom marker"))
 
 
 def release_free_memory() -> None:

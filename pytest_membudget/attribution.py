@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Generator
 from typing import Any
 
+from pytest_membudget.catalog import PROBES
+
 #: Frames kept per allocation during the evidence run, so that the line in user code can be
 #: found beneath library and pytest frames.
 EVIDENCE_FRAMES = 16
@@ -25,7 +27,6 @@ _OWN = os.path.dirname(os.path.abspath(__file__))
 #: Frames of the test framework, never the line that leaked (shared with cudaevidence).
 FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
 _SKIP_PARTS = (_OWN + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
-MEMORY_PROBES = ("rss", "uss", "heap", "gc_objects")
 _STDLIB = sysconfig.get_paths()["stdlib"]
 
 
@@ -46,7 +47,7 @@ def collect(
 ) -> Generator[int, None, dict[str, Any]]:
     """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
     what grew during them."""
-    memory = bool(failing & set(MEMORY_PROBES)) or any(p.startswith("cuda") for p in failing)
+    memory = any(PROBES[name].traced_evidence for name in failing)
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
     types_before = type_counts() if memory else Counter()

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.report import fmt
 from pytest_membudget.spec import SpecError, parse_quantity
+from pytest_membudget.vocabulary import BudgetKind, Change
 
 ALL = "all"
-REGRESSED, WORSE, BETTER, SAME, UNJUDGED = "regressed", "worse", "better", "same", "unjudged"
+REGRESSED, WORSE, BETTER, SAME, UNJUDGED = (
+    Change.REGRESSED, Change.WORSE, Change.BETTER, Change.SAME, Change.UNJUDGED)
 _PERCENT = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 
 
@@ -51,14 +52,6 @@ class Tolerance:
         if not (self.gated and other.gated):
             return Tolerance(gated=False)
         return Tolerance(max(self.relative, other.relative), max(self.absolute, other.absolute))
-
-    def describe(self, probe: str) -> str:
-        if not self.gated:
-            return "off"
-        parts = [f"{self.relative * 100:.3g}%"] if self.relative else []
-        if self.absolute:
-            parts.append(fmt(probe, self.absolute, per_iter=True))
-        return " or ".join(parts) or "0"
 
 
 @dataclass(frozen=True)
@@ -92,7 +85,7 @@ def parse_tolerance(text: str, where: str) -> tuple[str, Tolerance]:
             f"tolerance {text!r} {where}: {ALL!r} takes a relative tolerance (e.g. all:10%) or "
             "off, since probes have different units; give absolute tolerances per probe")
     try:
-        absolute = parse_quantity(PROBES[probe], "slope", value, where)
+        absolute = parse_quantity(PROBES[probe], BudgetKind.SLOPE, value, where)
     except SpecError as exc:
         raise ToleranceError(f"tolerance {text!r}: {exc}; or a percentage such as "
                              f"{probe}:10%") from None
@@ -116,7 +109,7 @@ def _bound(value: Any) -> float | None:
     return None
 
 
-def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> str:
+def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> Change:
     """The rule of this module for one probe's slope intervals ``[lower, upper]``."""
     try:
         base_low, base_up = _bound(base_ci[0]), _bound(base_ci[1])
@@ -134,10 +127,6 @@ def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> str:
     return SAME
 
 
-def is_regression(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> bool:
-    return classify(base_ci, new_ci, tolerance) == REGRESSED
-
-
 @dataclass(frozen=True)
 class ProbeChange:
     nodeid: str
@@ -145,7 +134,7 @@ class ProbeChange:
     base: Mapping[str, Any]
     new: Mapping[str, Any]
     tolerance: Tolerance
-    status: str
+    status: Change
 
     @property
     def change(self) -> float | None:
@@ -167,7 +156,7 @@ class Comparison:
     def regressions(self) -> tuple[ProbeChange, ...]:
         return tuple(c for c in self.changes if c.status == REGRESSED)
 
-    def count(self, status: str) -> int:
+    def count(self, status: Change) -> int:
         return sum(1 for c in self.changes if c.status == status)
 
 

@@ -1,15 +1,27 @@
-"""What each probe measures, in which unit, and how finely. Pure data: no probe is imported."""
+"""What each probe measures, in which unit, and how finely: the one place a probe's facts are
+written. Pure data: no probe is imported."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from pytest_membudget.vocabulary import ProbeKind
+
+#: Growth in the window (floor to floor) after which a failure confirmed at twice its length
+#: stands without running on to the shortest verdict: a fast leak must not be run into memory
+#: exhaustion or the descriptor limit to prove a point already made.
+AMPLE_GROWTH: dict[ProbeKind, float] = {
+    ProbeKind.BYTES: 64 * 1024**2,
+    ProbeKind.COUNT: 64.0,
+    ProbeKind.SECONDS: math.inf,
+}
 
 
 @dataclass(frozen=True)
 class ProbeInfo:
     name: str
-    #: "bytes", "count" or "seconds": decides which units a budget may be written in.
-    kind: str
+    kind: ProbeKind
     unit: str
     #: Total growth over the judged tail below which a slope is not called growth: the
     #: probe's own granularity (pages for RSS), not a tolerance for leaks.
@@ -21,6 +33,16 @@ class ProbeInfo:
     #: does not stop on a pass until its judged tail is long enough (resolution / floor) for
     #: growth at this rate to reach the resolution. 0: no such requirement.
     floor: float = 0.0
+    #: A resolution relative to the series itself: growth below this fraction of the median
+    #: over the judged tail is noise of the machine (iter_time). 0: only ``resolution``.
+    relative_resolution: float = 0.0
+    #: Whether a failure of this probe is explained by a rerun under tracemalloc (allocation
+    #: sites and object types that grew): true for the probes that memory objects move.
+    traced_evidence: bool = False
+
+    @property
+    def ample_growth(self) -> float:
+        return AMPLE_GROWTH[self.kind]
 
 
 PAGE = 4096
@@ -29,50 +51,54 @@ PAGE = 4096
 #: (a 128-iteration tail); the detection benchmark (bench/detection) measures what it costs.
 RSS_FLOOR = 256.0
 
+B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
+
 PROBES: dict[str, ProbeInfo] = {
     p.name: p
     for p in (
-        ProbeInfo("rss", "bytes", "B", 8 * PAGE, "rss",
+        ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
-                  floor=RSS_FLOOR),
-        ProbeInfo("uss", "bytes", "B", 8 * PAGE, "rss",
+                  floor=RSS_FLOOR, traced_evidence=True),
+        ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
-                  floor=RSS_FLOOR),
-        ProbeInfo("heap", "bytes", "B", 4096, "heap",
-                  "Python allocations traced by tracemalloc"),
-        ProbeInfo("malloc", "bytes", "B", 4096, "native",
-                  "bytes in use in glibc's malloc (mallinfo2): native memory, exactly"),
-        ProbeInfo("gc_objects", "count", "objects", 8, "gcobjects",
-                  "objects tracked by the garbage collector"),
-        ProbeInfo("threads", "count", "threads", 1, "osres",
+                  floor=RSS_FLOOR, traced_evidence=True),
+        ProbeInfo("heap", B, "B", 4096, "heap",
+                  "Python allocations traced by tracemalloc", traced_evidence=True),
+        ProbeInfo("malloc", B, "B", 4096, "native",
+                  "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
+                  traced_evidence=True),
+        ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
+                  "objects tracked by the garbage collector", traced_evidence=True),
+        ProbeInfo("threads", COUNT, "threads", 1, "osres",
                   "operating-system threads of the process"),
-        ProbeInfo("fds", "count", "fds", 1, "osres",
+        ProbeInfo("fds", COUNT, "fds", 1, "osres",
                   "open file descriptors (handles on Windows)"),
-        ProbeInfo("iter_time", "seconds", "s", 0.0, "timing",
-                  "wall time of one iteration of the workload"),
+        ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
+                  "wall time of one iteration of the workload", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
         # to 512 bytes; the resolution is eight of them.
-        ProbeInfo("cuda_allocated", "bytes", "B", 4096, "cuda",
-                  "bytes in tensors (allocated_bytes.all.current)"),
-        ProbeInfo("cuda_reserved", "bytes", "B", 2 * 1024**2, "cuda",
-                  "bytes the caching allocator holds from the device (reserved_bytes)"),
-        ProbeInfo("cuda_small_pool", "bytes", "B", 4096, "cuda",
-                  "active bytes in the small pool (blocks of 1 MiB or less)"),
-        ProbeInfo("cuda_large_pool", "bytes", "B", 4096, "cuda",
-                  "active bytes in the large pool (blocks over 1 MiB)"),
-        ProbeInfo("cuda_small_blocks", "count", "blocks", 1, "cuda",
-                  "active blocks in the small pool"),
-        ProbeInfo("cuda_large_blocks", "count", "blocks", 1, "cuda",
-                  "active blocks in the large pool"),
-        ProbeInfo("cuda_segments", "count", "segments", 1, "cuda",
-                  "segments reserved from the device (cudaMalloc calls alive)"),
-        ProbeInfo("cuda_alloc_retries", "count", "retries", 1, "cuda",
-                  "allocations that had to free cached blocks and retry: memory pressure"),
-        ProbeInfo("cuda_device_used", "bytes", "B", 2 * 1024**2, "cuda",
-                  "bytes used on the whole device by every process (cudaMemGetInfo)"),
+        ProbeInfo("cuda_allocated", B, "B", 4096, "cuda",
+                  "bytes in tensors (allocated_bytes.all.current)", traced_evidence=True),
+        ProbeInfo("cuda_reserved", B, "B", 2 * 1024**2, "cuda",
+                  "bytes the caching allocator holds from the device (reserved_bytes)",
+                  traced_evidence=True),
+        ProbeInfo("cuda_small_pool", B, "B", 4096, "cuda",
+                  "active bytes in the small pool (blocks of 1 MiB or less)",
+                  traced_evidence=True),
+        ProbeInfo("cuda_large_pool", B, "B", 4096, "cuda",
+                  "active bytes in the large pool (blocks over 1 MiB)", traced_evidence=True),
+        ProbeInfo("cuda_small_blocks", COUNT, "blocks", 1, "cuda",
+                  "active blocks in the small pool", traced_evidence=True),
+        ProbeInfo("cuda_large_blocks", COUNT, "blocks", 1, "cuda",
+                  "active blocks in the large pool", traced_evidence=True),
+        ProbeInfo("cuda_segments", COUNT, "segments", 1, "cuda",
+                  "segments reserved from the device (cudaMalloc calls alive)",
+                  traced_evidence=True),
+        ProbeInfo("cuda_alloc_retries", COUNT, "retries", 1, "cuda",
+                  "allocations that had to free cached blocks and retry: memory pressure",
+                  traced_evidence=True),
+        ProbeInfo("cuda_device_used", B, "B", 2 * 1024**2, "cuda",
+                  "bytes used on the whole device by every process (cudaMemGetInfo)",
+                  traced_evidence=True),
     )
 }
-
-#: iter_time's resolution is relative: growth below this fraction of the median iteration
-#: time over the judged tail is noise of the machine, not a slowing loop.
-ITER_TIME_RELATIVE_RESOLUTION = 0.10

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_membudget.baseline import BETTER, REGRESSED, SAME, UNJUDGED, WORSE, Comparison
+from pytest_membudget.baseline import (
+    BETTER,
+    REGRESSED,
+    SAME,
+    UNJUDGED,
+    WORSE,
+    Comparison,
+    Tolerance,
+)
 from pytest_membudget.report import fmt, table
 
 HEADER = ("test", "probe", "baseline slope [bounds]", "new slope [bounds]", "change",
@@ -20,6 +28,16 @@ def interval(probe: str, data: Mapping[str, Any]) -> str:
             f"[{fmt(probe, low)}, {fmt(probe, high)}]")
 
 
+def describe_tolerance(tolerance: Tolerance, probe: str) -> str:
+    """'10% or 1 KiB/iter', '0' (no margin) or 'off' (not gated)."""
+    if not tolerance.gated:
+        return "off"
+    parts = [f"{tolerance.relative * 100:.3g}%"] if tolerance.relative else []
+    if tolerance.absolute:
+        parts.append(fmt(probe, tolerance.absolute, per_iter=True))
+    return " or ".join(parts) or "0"
+
+
 def rows(comparison: Comparison, *, everything: bool) -> list[tuple[str, ...]]:
     shown: list[tuple[str, ...]] = []
     for c in comparison.changes:
@@ -28,7 +46,7 @@ def rows(comparison: Comparison, *, everything: bool) -> list[tuple[str, ...]]:
         change = c.change
         shown.append((c.nodeid, c.probe, interval(c.probe, c.base), interval(c.probe, c.new),
                        "n/a" if change is None else f"{change:+.0%}",
-                       c.tolerance.describe(c.probe), c.status))
+                       describe_tolerance(c.tolerance, c.probe), c.status.value))
     return shown
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_membudget.results import BudgetExceeded, MembudgetResult
 from pytest_membudget.spec import BudgetSpec
+from pytest_membudget.vocabulary import Phase, StopReason
+
+if TYPE_CHECKING:
+    from pytest_membudget.sampling import Measurement
 
 #: Probes sampled when no budget names any: the cheap ones, for a result to look at.
 DEFAULT_PROBES = ("rss", "gc_objects", "threads", "fds", "iter_time")
@@ -28,8 +32,8 @@ class MemBudget:
     spec: BudgetSpec
     disabled: bool = False
     result: MembudgetResult | None = None
-    _measurement: Any = field(default=None, repr=False)
-    _loop: Generator[int, None, Any] | None = field(default=None, repr=False)
+    _measurement: Measurement | None = field(default=None, repr=False)
+    _loop: Generator[int, None, Measurement] | None = field(default=None, repr=False)
     _used: bool = field(default=False, repr=False)
 
     def run(self, fn: Callable[..., object], *args: object, **kwargs: object) -> MembudgetResult:
@@ -47,7 +51,7 @@ class MemBudget:
             try:
                 fn(*args, **kwargs)
             except Exception as exc:
-                if getattr(self._measurement, "phase", "") != "evidence":
+                if self._measurement is None or self._measurement.phase is not Phase.EVIDENCE:
                     raise
                 # The verdict was already in; a workload that cannot run longer (a finite
                 # data source, say) only cuts the evidence short.
@@ -62,10 +66,12 @@ class MemBudget:
         self._begin()
         if self.disabled:
             yield 0
-            self.result = MembudgetResult(1, 0, "disabled", 0.0, {})
+            self.result = MembudgetResult(1, 0, StopReason.DISABLED, 0.0, {})
             return
         from pytest_membudget.probes import create
-        from pytest_membudget.runner import Measurement, build_result, capacity_for, measure
+        from pytest_membudget.results import build_result
+        from pytest_membudget.runner import capacity_for, measure
+        from pytest_membudget.sampling import Measurement
 
         names = self.spec.probes or DEFAULT_PROBES
         options = {"device": self.spec.run.device, "cuda_history": self.spec.run.cuda_history}
@@ -83,16 +89,16 @@ class MemBudget:
             )
 
     def __repr__(self) -> str:
-        budgets = ", ".join(f"{b.probe}{'' if b.kind == 'slope' else '_' + b.kind}={b.limit:g}"
-                            for b in self.spec.budgets)
+        budgets = ", ".join(f"{b.key}={b.limit:g}" for b in self.spec.budgets)
         return f"<membudget {self.test}: {budgets or 'no budgets'}>"
 
     def _fail_without_evidence(self, exc: BaseException) -> None:
         __tracebackhide__ = True
         from pytest_membudget.report import failure_message
-        from pytest_membudget.runner import build_result
+        from pytest_membudget.results import build_result
 
         self._loop = None
+        assert self._measurement is not None
         result = build_result(self._measurement)
         result.evidence_data = {
             "error": f"the workload raised {type(exc).__name__}: {exc} during the evidence "
@@ -131,7 +137,7 @@ class MemBudget:
         """The samples so far of a run that did not finish."""
         if self._measurement is None or self.result is not None:
             return None
-        from pytest_membudget.runner import build_result
+        from pytest_membudget.results import build_result
 
         return build_result(self._measurement)
 

@@ -16,10 +16,14 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
+from pytest_membudget.results import SCHEMA_VERSION
+
 #: Marks a file as ours; a JSON file without it is foreign.
 FORMAT = "pytest-membudget"
-#: Version of the document layout. Readers refuse a newer one instead of misreading it.
-SCHEMA = 1
+#: Version of the document layout (the tests' entries are results' dicts of the same
+#: version). Readers refuse a newer one instead of misreading it. Schema 2: failures are
+#: structured budget outcomes, each probe lists its outcomes, each test has window_start.
+SCHEMA = SCHEMA_VERSION
 #: Distributions whose versions are recorded (read from metadata: nothing is imported).
 VERSIONED = ("pytest", "pytest-membudget", "psutil", "numpy", "torch", "pytest-xdist")
 SAMPLE_KEYS = ("samples", "sample_iterations")
@@ -112,6 +116,23 @@ def build_document(
         "tests": tests,
     }
     return document if samples else without_samples(document)
+
+
+def upgrade(document: dict[str, Any]) -> dict[str, Any]:
+    """A document of an older schema in today's layout, where the old one holds the facts:
+    schema 1 had no ``window_start``; it was the later of the two samples taken at the end of
+    the warm-up."""
+    if document.get("schema") == 1:
+        for test in document.get("tests", {}).values():
+            if "window_start" in test:
+                continue
+            warmup = test.get("warmup", 0)
+            probes = test.get("probes", {}).values()
+            iterations: list[int] = next(
+                (p["sample_iterations"] for p in probes if p.get("sample_iterations")), [])
+            test["window_start"] = max((i for i, at in enumerate(iterations) if at == warmup),
+                                       default=0)
+    return document
 
 
 def has_samples(document: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_membudget.report import fmt, unit_scale
+from pytest_membudget.vocabulary import ProbeVerdict
 
 
 def missing_matplotlib(what: str) -> str | None:
@@ -30,6 +31,10 @@ def file_name(nodeid: str) -> str:
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid.replace("::", "__")).strip("_.")
     digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
     return f"{readable[:120]}-{digest}.png"
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and math.isfinite(float(value))
 
 
 def _scale(probe: str, values: list[float]) -> tuple[float, str]:
@@ -57,20 +62,20 @@ def _anchor(xs: list[float], ys: list[float], slope: float) -> tuple[float, floa
     return centre, float(np.median(fy - slope * (fx - centre)))
 
 
-def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int) -> None:
-    points = [(float(x), float(y)) for x, y in zip(data.get("sample_iterations", []),
-                                                   data.get("samples", []), strict=False)
-              if y is not None and math.isfinite(float(y))]
+def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
+               window_start: int) -> None:
+    pairs = list(zip(data.get("sample_iterations", []), data.get("samples", []), strict=False))
+    # Samples that JSON could not hold (NaN) are left out; the window starts at the same
+    # sample as before.
+    window_start -= sum(1 for _, y in pairs[:window_start] if not _finite(y))
+    points = [(float(x), float(y)) for x, y in pairs if _finite(y)]
     scale, unit = _scale(probe, [y for _, y in points])
     xs = [x for x, _ in points]
     ys = [y / scale for _, y in points]
     axes.plot(xs, ys, ".-", color="#4c72b0", markersize=2.5, linewidth=0.7, label=probe)
     if warmup > 0:
         axes.axvspan(0, warmup, color="#bbbbbb", alpha=0.35, label=f"warm-up ({warmup})")
-    # The window starts at the last sample taken at the end of the warm-up (the warm-up's own
-    # last sample shares that iteration but was taken without collecting garbage).
-    start = max((i for i, x in enumerate(xs) if x == warmup), default=0)
-    window = list(zip(xs[start:], ys[start:], strict=True))
+    window = list(zip(xs[window_start:], ys[window_start:], strict=True))
     slope, budgets = data.get("slope"), data.get("budgets", {})
     ci = data.get("ci") or [None, None]
     if slope is not None and len(window) >= 2:
@@ -103,7 +108,8 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int) -> N
         axes.axhline(peak_budget / scale, linestyle=":", color="#8172b2",
                      label=f"peak budget {fmt(probe, peak_budget)}")
     verdict = data.get("verdict", "")
-    colour = {"fail": "#c44e52", "pass": "#2d7d46"}.get(verdict, "#555555")
+    colour = {ProbeVerdict.FAIL.value: "#c44e52",
+              ProbeVerdict.PASS.value: "#2d7d46"}.get(verdict, "#555555")
     axes.set_title(f"{probe}: {verdict}", loc="left", fontsize=10, color=colour)
     axes.set_ylabel(unit)
     axes.grid(True, alpha=0.3)
@@ -121,7 +127,8 @@ def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
     figure = Figure(figsize=(8.5, 1.0 + 2.6 * max(len(probes), 1)), layout="constrained")
     panels = figure.subplots(max(len(probes), 1), 1, sharex=True, squeeze=False)[:, 0]
     for axes, (name, probe) in zip(panels, probes.items(), strict=False):
-        draw_probe(axes, name, probe, int(test.get("warmup", 0)))
+        draw_probe(axes, name, probe, int(test.get("warmup", 0)),
+                   int(test.get("window_start", 0)))
     panels[-1].set_xlabel("iteration")
     passed = "passed" if test.get("passed") else "FAILED"
     figure.suptitle(f"{nodeid}\n{test.get('iterations')} measured iterations after "

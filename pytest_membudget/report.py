@@ -9,30 +9,42 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.vocabulary import BudgetKind, ProbeKind, ProbeVerdict, StopReason
 
 if TYPE_CHECKING:
-    from pytest_membudget.results import MembudgetResult, ProbeResult
-    from pytest_membudget.verdict import Outcome, ProbeJudgement
+    from pytest_membudget.results import BudgetOutcome, MembudgetResult, ProbeResult
 
 _BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
 _TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 SPARKS = "▁▂▃▄▅▆▇█"
 STOPPED = {
-    "clear": "auto: stopped when the verdict was clear",
-    "cap": "auto: reached the iteration or time cap",
-    "fixed": "fixed count",
-    "running": "cut short",
-    "disabled": "measurement disabled",
+    StopReason.CLEAR: "auto: stopped when the verdict was clear",
+    StopReason.CAP: "auto: reached the iteration or time cap",
+    StopReason.FIXED: "fixed count",
+    StopReason.RUNNING: "cut short",
+    StopReason.DISABLED: "measurement disabled",
 }
+
+
+def stopped_text(stopped: object) -> str:
+    """Why a run stopped, for people (``stopped`` as in a result or its dict)."""
+    try:
+        return STOPPED[StopReason(stopped)]
+    except ValueError:
+        return str(stopped)
+
+
+def _kind(probe: str) -> ProbeKind:
+    return PROBES[probe].kind if probe in PROBES else ProbeKind.COUNT
 
 
 def unit_scale(probe: str, magnitude: float) -> tuple[float, str]:
     """The unit a probe's figure of this size is shown in, and its size in the probe's base
     unit: (1024.0, 'KiB'), (1e-3, 'ms'), (1.0, 'threads')."""
-    kind = PROBES[probe].kind if probe in PROBES else "count"
-    if kind == "bytes":
+    kind = _kind(probe)
+    if kind is ProbeKind.BYTES:
         return next(((scale, unit) for unit, scale in _BINARY if magnitude >= scale), (1.0, "B"))
-    if kind == "seconds":
+    if kind is ProbeKind.SECONDS:
         return next(((scale, unit) for unit, scale in _TIME if magnitude >= scale), (1e-9, "ns"))
     return 1.0, PROBES[probe].unit if probe in PROBES else ""
 
@@ -45,7 +57,7 @@ def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
     if math.isinf(value):
         return ("-" if value < 0 else "") + "inf" + suffix
     scale, unit = unit_scale(probe, abs(value))
-    if (PROBES[probe].kind if probe in PROBES else "count") != "count":
+    if _kind(probe) is not ProbeKind.COUNT:
         return f"{value / scale:.3g} {unit}{suffix}"
     if not per_iter and value == int(value) and abs(value) >= 1000:
         # Whole counts in full: 43,102 -> 43,152 objects, not 4.31e+04 -> 4.31e+04.
@@ -68,35 +80,36 @@ def sparkline(values: Sequence[float], width: int = 40) -> str:
     return "".join(SPARKS[int((p - low) * scale)] for p in points)
 
 
-def describe_outcome(outcome: Outcome, judgement: ProbeJudgement) -> str:
+def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
     """One line saying what was measured against which budget."""
-    budget = outcome.budget
-    probe = budget.probe
-    if budget.kind == "slope":
-        t = judgement.trend
+    name, limit = outcome.probe, outcome.limit
+    if outcome.kind is BudgetKind.SLOPE:
+        lower, upper = probe.ci
         return (
-            f"{probe} still grows {fmt(probe, t.slope, per_iter=True)} at the end of the run "
-            f"(lower bound {fmt(probe, t.lower, per_iter=True)}, upper "
-            f"{fmt(probe, t.upper, per_iter=True)}), "
-            f"budget {fmt(probe, budget.limit, per_iter=True)}"
+            f"{name} still grows {fmt(name, outcome.measured, per_iter=True)} at the end of "
+            f"the run (lower bound {fmt(name, lower, per_iter=True)}, upper "
+            f"{fmt(name, upper, per_iter=True)}), "
+            f"budget {fmt(name, limit, per_iter=True)}"
         )
-    if budget.kind == "peak":
-        return (f"{probe} peaked at {fmt(probe, outcome.measured)}, "
-                f"budget {fmt(probe, budget.limit)}")
-    return (
-        f"{probe} grew {fmt(probe, outcome.measured)} after warm-up, "
-        f"budget {fmt(probe, budget.limit)}"
-    )
+    if outcome.kind is BudgetKind.PEAK:
+        return f"{name} peaked at {fmt(name, outcome.measured)}, budget {fmt(name, limit)}"
+    return f"{name} grew {fmt(name, outcome.measured)} after warm-up, budget {fmt(name, limit)}"
+
+
+def failure_reasons(result: MembudgetResult) -> list[str]:
+    """One line per exceeded budget."""
+    return [describe_outcome(o, result.probes[o.probe]) for o in result.failures]
 
 
 def failure_message(test: str, result: MembudgetResult, confidence: float) -> str:
+    reasons = failure_reasons(result)
     lines = [
-        f"membudget: {len(result.failures)} budget(s) exceeded in {test}",
+        f"membudget: {len(reasons)} budget(s) exceeded in {test}",
         f"  {result.iterations} iterations measured after {result.warmup} warm-up "
-        f"({STOPPED.get(result.stopped, result.stopped)}; {result.seconds:.2f} s); "
+        f"({stopped_text(result.stopped)}; {result.seconds:.2f} s); "
         f"bounds are one-sided at {confidence:.0%}",
     ]
-    lines += [f"  - {reason}" for reason in result.failures]
+    lines += [f"  - {reason}" for reason in reasons]
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)
@@ -104,16 +117,8 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     return "\n".join(lines)
 
 
-def window_values(probe: ProbeResult, warmup: int) -> list[float]:
-    """The measured window's samples. Warm-up's last sample and the window's first share an
-    iteration number; the window starts at the later one (taken after the plugin's own
-    preparations), so only the window's samples are shown."""
-    start = 0
-    for index, at in enumerate(probe.sample_iterations):
-        if at <= warmup:
-            start = index
-        else:
-            break
+def window_values(probe: ProbeResult, start: int) -> list[float]:
+    """The measured window's samples: those from the result's ``window_start`` on."""
     return [float(v) for v in probe.samples[start:]]
 
 
@@ -130,7 +135,7 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
             if probe is None:
                 row += ["-", "-"]
                 continue
-            window = window_values(probe, result.warmup)
+            window = window_values(probe, result.window_start)
             start, end = (window[0], window[-1]) if window else (math.nan, math.nan)
             row += [f"{fmt(probe.name, start)} -> {fmt(probe.name, end)}",
                     fmt(probe.name, probe.slope, per_iter=True)]
@@ -147,12 +152,12 @@ def series_lines(result: MembudgetResult) -> list[str]:
         if not len(probe.samples):
             continue
         # The window only: warm-up samples are taken without collecting garbage.
-        values = window_values(probe, result.warmup)
+        values = window_values(probe, result.window_start)
         if not values:
             continue
         lines.append(
             f"  {name:<10} {sparkline(values)}  {fmt(name, values[0])} -> {fmt(name, values[-1])}"
-            f"  peak {fmt(name, probe.peak)}  [{probe.verdict}]"
+            f"  peak {fmt(name, probe.peak)}  [{probe.verdict.value}]"
         )
     return lines
 
@@ -210,8 +215,8 @@ def _short(path: str) -> str:
 
 def budget_text(probe: str, budgets: dict[str, Any]) -> str:
     """'0 B/iter, peak 2 GiB': a probe's budgets in force, or '-' for none."""
-    shown = [fmt(probe, v, per_iter=True) if kind == "slope" else f"{kind} {fmt(probe, v)}"
-             for kind, v in budgets.items() if v is not None]
+    shown = [fmt(probe, v, per_iter=True) if kind == BudgetKind.SLOPE.value
+             else f"{kind} {fmt(probe, v)}" for kind, v in budgets.items() if v is not None]
     return ", ".join(shown) or "-"
 
 
@@ -226,7 +231,7 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
             fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
         if verbose:
             row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
-                    STOPPED.get(str(data.get("stopped")), str(data.get("stopped"))))
+                    stopped_text(data.get("stopped")))
         rows.append(row)
     return rows
 
@@ -243,7 +248,8 @@ def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> 
     rows: list[tuple[str, ...]] = []
     for nodeid, data in results:
         verdicts = {p.get("verdict") for p in data.get("probes", {}).values()}
-        if verbosity < 0 and data.get("passed", True) and verdicts <= {"pass", "unjudged"}:
+        quiet = {ProbeVerdict.PASS.value, ProbeVerdict.UNJUDGED.value}
+        if verbosity < 0 and data.get("passed", True) and verdicts <= quiet:
             continue
         for i, row in enumerate(summary_rows(nodeid, data, verbose=verbosity > 0)):
             rows.append(row if i == 0 else ("", *row[1:]))  # the test's name once
@@ -262,9 +268,10 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
     """Readable per-test properties for JUnit XML (user_properties), one set per probe:
     ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
     verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
-    overall = ("fail" if not data.get("passed", True) else
-               "disabled" if data.get("stopped") == "disabled" else
-               "inconclusive" if "inconclusive" in verdicts else "pass")
+    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
+               StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
+               ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
+               else ProbeVerdict.PASS).value
     props = [("membudget.verdict", overall),
              ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
                                       f"warm-up ({data.get('stopped')})")]

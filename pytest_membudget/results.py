@@ -1,15 +1,38 @@
-"""Result types returned by the fixture and carried on test reports."""
+"""Result types returned by the fixture and carried on test reports: data, never text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Status, StopReason
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-SCHEMA_VERSION = 1
+    from pytest_membudget.sampling import Measurement
+
+#: Version of the result's dict layout (``to_dict``), and so of the JSON report's tests.
+SCHEMA_VERSION = 2
+
+
+@dataclass(frozen=True)
+class BudgetOutcome:
+    """One budget and how it was judged: ``measured`` is the slope for a slope budget, the
+    peak or the growth for the others."""
+
+    probe: str
+    kind: BudgetKind
+    limit: float
+    status: Status
+    measured: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"probe": self.probe, "kind": self.kind.value, "limit": _finite(self.limit),
+                "status": self.status.value, "measured": _finite(self.measured)}
 
 
 @dataclass
@@ -24,9 +47,9 @@ class ProbeResult:
     growth: float
     samples: npt.NDArray[np.float64]
     sample_iterations: npt.NDArray[np.int64]
-    verdict: str
+    verdict: ProbeVerdict
     budgets: dict[str, float | None] = field(default_factory=dict)
-    reasons: list[str] = field(default_factory=list)
+    outcomes: tuple[BudgetOutcome, ...] = ()
 
     def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -35,9 +58,9 @@ class ProbeResult:
             "ci": [_finite(self.ci[0]), _finite(self.ci[1])],
             "peak": _finite(self.peak),
             "growth": _finite(self.growth),
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "budgets": dict(self.budgets),
-            "reasons": list(self.reasons),
+            "outcomes": [o.to_dict() for o in self.outcomes],
         }
         if samples:
             data["samples"] = [float(v) for v in self.samples]
@@ -51,14 +74,21 @@ class MembudgetResult:
 
     iterations: int
     warmup: int
-    stopped: str
+    stopped: StopReason
     seconds: float
     probes: dict[str, ProbeResult]
-    failures: list[str] = field(default_factory=list)
     evidence_data: dict[str, Any] = field(default_factory=dict)
     complete: bool = True
     #: The run settings in force (after marker, command line and ini were combined).
     settings: dict[str, Any] = field(default_factory=dict)
+    #: Index in each probe's samples of the measured window's first sample: the samples
+    #: before it are the warm-up's.
+    window_start: int = 0
+
+    @property
+    def failures(self) -> list[BudgetOutcome]:
+        """The budgets that were exceeded."""
+        return [o for p in self.probes.values() for o in p.outcomes if o.status is Status.FAIL]
 
     @property
     def passed(self) -> bool:
@@ -74,9 +104,10 @@ class MembudgetResult:
             "complete": self.complete,
             "iterations": self.iterations,
             "warmup": self.warmup,
-            "stopped": self.stopped,
+            "window_start": self.window_start,
+            "stopped": self.stopped.value,
             "seconds": round(self.seconds, 6),
-            "failures": list(self.failures),
+            "failures": [o.to_dict() for o in self.failures],
             "evidence": self.evidence_data,
             "settings": dict(self.settings),
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
@@ -89,6 +120,54 @@ class BudgetExceeded(AssertionError):
     def __init__(self, message: str, result: MembudgetResult | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+def probe_verdict(statuses: list[Status], finished: bool) -> ProbeVerdict:
+    """A probe's verdict from its budgets' statuses: any failure fails it; an ambiguous
+    budget leaves it inconclusive once the run has finished (unjudged before)."""
+    if Status.FAIL in statuses:
+        return ProbeVerdict.FAIL
+    if Status.AMBIGUOUS in statuses:
+        return ProbeVerdict.INCONCLUSIVE if finished else ProbeVerdict.UNJUDGED
+    return ProbeVerdict.PASS if statuses else ProbeVerdict.UNJUDGED
+
+
+def build_result(m: Measurement) -> MembudgetResult:
+    """The public result of a measurement, finished or cut short by an error."""
+    verdict = m.verdict
+    if verdict is None and m.rows > 0:
+        verdict = m.judge()
+    stopped = m.stopped
+    finished = stopped is not StopReason.RUNNING
+    probes: dict[str, ProbeResult] = {}
+    peaks = m.peaks()
+    for column, name in enumerate(m.probes):
+        budgets: dict[str, float | None] = {kind.value: None for kind in BudgetKind}
+        for kind, budget in m.spec.for_probe(name).items():
+            budgets[kind.value] = budget.limit
+        judgement = verdict.probes.get(name) if verdict is not None else None
+        slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
+        outcomes: tuple[BudgetOutcome, ...] = ()
+        if judgement is not None:
+            t = judgement.trend
+            slope, ci, growth = t.slope, (t.lower, t.upper), t.growth
+            outcomes = tuple(BudgetOutcome(name, o.budget.kind, o.budget.limit, o.status,
+                                           o.measured) for o in judgement.outcomes)
+        probes[name] = ProbeResult(
+            name=name, unit=PROBES[name].unit, slope=slope, ci=ci, peak=peaks[name],
+            growth=growth, samples=m.values[: m.rows, column].copy(),
+            sample_iterations=m.x[: m.rows].copy(),
+            verdict=probe_verdict([o.status for o in outcomes], finished),
+            budgets=budgets, outcomes=outcomes,
+        )
+    run = asdict(m.spec.run)
+    run["gc"] = m.spec.run.gc.value
+    run["iterations"] = m.spec.run.iterations or "auto"
+    return MembudgetResult(
+        iterations=m.measured, warmup=m.warmup_done, stopped=stopped, seconds=m.seconds,
+        probes=probes, evidence_data=m.evidence, complete=finished, settings=run,
+        window_start=m.window_start,
+    )
 
 
 def _finite(value: float) -> float | None:

@@ -1,103 +1,35 @@
-"""The measuring loop: warm-up, sampling cadence, gc policy, auto-extension.
+"""The measuring loop: warm-up, the measured window, the evidence after a failure.
 
 The loop is a generator that yields once per iteration; the caller runs the workload between
 yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
-generator, so they measure the same way.
+generator, so they measure the same way. How long it runs is :mod:`policy`'s decision, when
+and how it samples is :mod:`sampling`'s; this module puts them in order.
 """
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-from collections.abc import Generator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 
 from pytest_membudget.attribution import collect as collect_evidence
 from pytest_membudget.attribution import evidence_iterations
-from pytest_membudget.catalog import PROBES
+from pytest_membudget.policy import RunPolicy, reading_of
 from pytest_membudget.probes import Probe
-from pytest_membudget.report import describe_outcome
-from pytest_membudget.results import MembudgetResult, ProbeResult
-from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, BudgetSpec
-from pytest_membudget.verdict import AMBIGUOUS, FAIL, Verdict, judge
+from pytest_membudget.sampling import GarbageCollection, Measurement, ProbeSet, Stride
+from pytest_membudget.spec import BudgetSpec
+from pytest_membudget.verdict import judge
+from pytest_membudget.vocabulary import Phase, StopReason
 
-#: Share of the workload's time that sampling may take; the sampling stride follows from it.
-SAMPLING_OVERHEAD = 0.05
-#: Fewest samples an auto run aims for in its longest window.
-AUTO_MIN_SAMPLES = 64
-#: Fewest samples a fixed run aims for.
-FIXED_MIN_SAMPLES = 32
-#: Auto runs judge at min_iterations and then each time the window grows by this factor.
-CHECKPOINT_GROWTH = 1.5
-#: An auto run that fails at N iterations goes on to this many times N and must fail again
-#: there: the tail judged then (the second half) does not overlap the first one.
-CONFIRM_GROWTH = 2
-#: Growth in the window (floor to floor) after which a failure confirmed at twice its length
-#: stands without running on to MIN_VERDICT_ITERATIONS: a fast leak must not be run into
-#: memory exhaustion or the descriptor limit to prove a point already made.
-CONFIRM_ENOUGH_GROWTH = {"bytes": 64 * 1024**2, "count": 64.0}
-
-
-@dataclass
-class Measurement:
-    """Sample storage, preallocated before the first iteration so that the plugin's own
-    bookkeeping never reads as growth in the probes it feeds."""
-
-    spec: BudgetSpec
-    probes: dict[str, Probe]
-    capacity: int
-    x: np.ndarray = field(init=False)
-    values: np.ndarray = field(init=False)
-    rows: int = 0
-    window_row: int = -1
-    warmup_done: int = 0
-    measured: int = 0
-    stride: int = 1
-    stopped: str = "running"
-    #: "warmup", "window" or "evidence": where the loop is now.
-    phase: str = "warmup"
-    started: float = 0.0
-    seconds: float = 0.0
-    verdict: Verdict | None = None
-    evidence: dict[str, Any] = field(default_factory=dict)
-    #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
-    source_peaks: dict[str, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.x = np.zeros(self.capacity, dtype=np.int64)
-        self.values = np.zeros((self.capacity, len(self.probes)), dtype=np.float64)
-
-    def window(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        start = max(self.window_row, 0)
-        x = self.x[start : self.rows].astype(np.float64)
-        return x, {n: self.values[start : self.rows, c] for c, n in enumerate(self.probes)}
-
-    def peaks(self) -> dict[str, float]:
-        if self.rows == 0:
-            return {n: math.nan for n in self.probes}
-        return {
-            n: max(float(self.values[: self.rows, c].max()), self.source_peaks.get(n, -math.inf))
-            for c, n in enumerate(self.probes)
-        }
-
-    def longest_tail(self) -> float:
-        run = self.spec.run
-        total = run.iterations if run.iterations is not None else run.max_iterations
-        return max(total - total // 2, 1)
-
-    def judge(self) -> Verdict:
-        x, series = self.window()
-        return judge(self.spec, x, series, self.peaks(), longest_tail=self.longest_tail())
+Sample = Callable[[int, float], None]
 
 
 def capacity_for(spec: BudgetSpec) -> int:
-    run = spec.run
-    measured = run.iterations if run.iterations is not None else run.max_iterations
-    return run.warmup + measured + 2
+    """Rows of sample storage a run of ``spec`` may fill."""
+    return spec.run.warmup + RunPolicy.for_run(spec.run).most_iterations + 2
 
 
 def measure(
@@ -105,157 +37,95 @@ def measure(
 ) -> Generator[int, None, Measurement]:
     """Yield the iteration numbers to run; return the finished measurement."""
     m = state or Measurement(spec, probes, capacity_for(spec))
-    run = spec.run
-    clock = time.perf_counter
-    readers = [(column, p.read) for column, p in sorted(
-        enumerate(probes.values()), key=lambda entry: not entry[1].read_first)]
-    afters = [p.after_sample for p in probes.values()
-              if type(p).after_sample is not Probe.after_sample]
-    syncs = list({type(p).sync: p.sync for p in probes.values()
-                  if type(p).sync is not Probe.sync}.values())
-    timing = probes.get("iter_time")
-    collect = run.gc == "collect"
-    values, xs = m.values, m.x
-
-    def sample(iteration: int, seconds_per_iteration: float, with_gc: bool) -> None:
-        if with_gc:
-            gc.collect()
-        for sync in syncs:
-            sync()
-        if timing is not None:
-            timing.value = seconds_per_iteration  # type: ignore[attr-defined]
-        row = m.rows
-        xs[row] = iteration
-        for column, read in readers:
-            values[row, column] = read()
-        for after in afters:
-            after()
-        m.rows = row + 1
-
-    froze = False
+    policy = RunPolicy.for_run(spec.run)
+    probe_set = ProbeSet(probes)
+    collection = GarbageCollection(spec.run.gc)
+    sample = probe_set.sampler(m, collection.collect)
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
-    m.started = clock()
-    for probe in probes.values():
-        probe.start()
+    m.started = time.perf_counter()
+    probe_set.start()
     try:
-        sample(0, math.nan, False)
-        warm_times = []
-        iteration = 0
-        for _ in range(run.warmup):
-            begin = clock()
-            yield iteration
-            elapsed = clock() - begin
-            iteration += 1
-            warm_times.append(elapsed)
-            sample(iteration, elapsed, False)
-        m.warmup_done = run.warmup
-        # Everything the plugin computes for itself happens before the window's first
-        # sample, so that none of it lands inside the window.
-        iter_cost = sorted(warm_times)[len(warm_times) // 2] if warm_times else 0.0
-        target_total = run.iterations if run.iterations is not None else run.max_iterations
-        min_samples = FIXED_MIN_SAMPLES if run.iterations is not None else AUTO_MIN_SAMPLES
-        max_stride = max(1, target_total // min_samples)
-        checkpoint = run.iterations if run.iterations is not None else min(
-            run.min_iterations, run.max_iterations)
-        if collect:
-            # Freezing moves everything alive before the window out of the collector's
-            # reach, so that collecting before each sample only walks what the window made.
-            # Garbage from before the window is frozen too: it stays as it is, a constant
-            # that no slope sees, and a full collection here (tens of ms on a large heap,
-            # on every test) is saved.
-            gc.freeze()
-            froze = True
-        for probe in probes.values():
-            probe.before_window()
-        m.window_row = m.rows
-        m.phase = "window"
-        cost_start = clock()
-        sample(iteration, iter_cost, collect)
-        sample_cost = clock() - cost_start
-        m.stride = _stride(sample_cost, iter_cost, max_stride)
-        deadline = m.started + run.max_seconds
-        body_time = 0.0
-        body_total = 0.0
-        since_sample = 0
-        costs = sample_cost
-        n_costs = 1
-        confirm_at: int | None = None
-        auto = run.iterations is None
-        shortest = min(MIN_VERDICT_ITERATIONS, run.max_iterations)
-        while True:
-            begin = clock()
-            yield iteration
-            end = clock()
-            elapsed = end - begin
-            body_time += elapsed
-            body_total += elapsed
-            iteration += 1
-            since_sample += 1
-            m.measured += 1
-            out_of_time = auto and end > deadline
-            if since_sample >= m.stride or m.measured >= checkpoint or out_of_time:
-                sample(iteration, body_time / since_sample, collect)
-                costs += clock() - end
-                n_costs += 1
-                body_time = 0.0
-                since_sample = 0
-            if m.measured < checkpoint and not out_of_time:
-                continue
-            if not auto:
-                m.stopped = "fixed"
-                break
-            if m.measured >= run.max_iterations or out_of_time:
-                m.stopped = "cap"
-                break
-            verdict = m.judge()
-            if verdict.failed:
-                # A leak grows in every stretch. A failure stands once the judged tail at
-                # twice the length, which no longer overlaps the first one, fails too, and
-                # again at MIN_VERDICT_ITERATIONS unless the growth is already ample; a
-                # cache that was still filling has stopped by then.
-                if confirm_at is None:
-                    confirm_at = min(run.max_iterations, CONFIRM_GROWTH * m.measured)
-                elif m.measured >= confirm_at:
-                    last = max(shortest, confirm_at)
-                    if m.measured >= last or _grown_enough(verdict):
-                        m.stopped = "clear"
-                        break
-                    confirm_at = last
-                checkpoint = confirm_at
-            else:
-                confirm_at = None
-                if verdict.clear and m.measured >= shortest:
-                    m.stopped = "clear"
-                    break
-                checkpoint = min(run.max_iterations, math.ceil(checkpoint * CHECKPOINT_GROWTH))
-                if verdict.clear:
-                    # Flat so far: nothing to judge before the shortest verdict.
-                    checkpoint = max(checkpoint, shortest)
-            m.stride = _stride(costs / n_costs, body_total / m.measured, max_stride)
-        for name, probe in probes.items():
-            peak = probe.peak()
-            if peak is not None:
-                m.source_peaks[name] = peak
+        iteration, stride = yield from _warm_up(m, sample, policy)
+        collection.open_window()
+        probe_set.before_window()
+        iteration = yield from _window(m, sample, stride, policy, iteration)
+        m.source_peaks.update(probe_set.peaks())
         m.verdict = m.judge()
-        if m.verdict.failed and run.evidence:
-            if froze:
-                # Evidence must see every object, the containers from before the window too.
-                gc.unfreeze()
-                froze = False
-            failing = {name for name, p in m.verdict.probes.items() if p.failed}
-            for name in failing:
-                m.evidence.update(probes[name].evidence() or {})
-            m.phase = "evidence"
-            count = evidence_iterations(m.measured)
-            m.evidence.update((yield from collect_evidence(failing, count, iteration)))
+        if m.verdict.failed and spec.run.evidence:
+            collection.release()  # evidence must see every object, the old ones too
+            m.evidence = yield from _evidence(m, probe_set, iteration)
     finally:
-        if froze:
-            gc.unfreeze()
-        for probe in probes.values():
-            probe.stop()
-        m.seconds = clock() - m.started
+        collection.release()
+        probe_set.stop()
+        m.seconds = time.perf_counter() - m.started
     return m
+
+
+def _warm_up(m: Measurement, sample: Sample,
+             policy: RunPolicy) -> Generator[int, None, tuple[int, Stride]]:
+    """Run the warm-up, sampled after every iteration but not judged; plan the window's
+    stride from its median iteration time. Everything the plugin computes for itself happens
+    here, before the window's first sample, so that none of it lands inside the window."""
+    clock = time.perf_counter
+    sample(0, math.nan)
+    times = []
+    for iteration in range(m.spec.run.warmup):
+        begin = clock()
+        yield iteration
+        elapsed = clock() - begin
+        times.append(elapsed)
+        sample(iteration + 1, elapsed)
+    m.warmup_done = len(times)
+    iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
+    m.stride = Stride(iteration_cost, Stride.most_for(policy.most_iterations, not policy.auto))
+    return len(times), m.stride
+
+
+def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
+            iteration: int) -> Generator[int, None, int]:
+    """The measured window: sample on the stride, judge at each checkpoint, stop when the
+    policy says so."""
+    clock = time.perf_counter
+    deadline = m.started + m.spec.run.max_seconds
+    checkpoint = policy.first()
+    auto = policy.auto
+    m.window_row = m.rows
+    m.phase = Phase.WINDOW
+    cost_start = clock()
+    sample(iteration, stride.iteration_cost)
+    stride.calibrate(clock() - cost_start)
+    while True:
+        begin = clock()
+        yield iteration
+        end = clock()
+        iteration += 1
+        m.measured += 1
+        out_of_time = auto and end > deadline
+        if stride.ran(end - begin) or m.measured >= checkpoint.at or out_of_time:
+            sample(iteration, stride.mean_since_sample())
+            stride.sampled(clock() - end)
+        if m.measured < checkpoint.at and not out_of_time:
+            continue
+        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()))
+        if isinstance(step, StopReason):
+            m.stopped = step
+            return iteration
+        checkpoint = step
+        stride.rethink(m.measured)
+
+
+def _evidence(m: Measurement, probe_set: ProbeSet,
+              iteration: int) -> Generator[int, None, dict[str, Any]]:
+    """After a failing window: what the failing probes' sources tell, and a few more
+    iterations traced to show what grew."""
+    assert m.verdict is not None
+    failing = {name for name, p in m.verdict.probes.items() if p.failed}
+    evidence = probe_set.evidence(failing)
+    m.phase = Phase.EVIDENCE
+    count = evidence_iterations(m.measured)
+    evidence.update((yield from collect_evidence(failing, count, iteration)))
+    return evidence
 
 
 _primed = False
@@ -272,63 +142,3 @@ def _prime_judgement(spec: BudgetSpec) -> None:
     x = np.arange(1.0, 33.0)
     judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
     _primed = True
-
-
-def _grown_enough(verdict: Verdict) -> bool:
-    """Whether every failing probe has grown so much in the window that running on to
-    MIN_VERDICT_ITERATIONS would only cost memory (or descriptors, or threads)."""
-    failing = [p for p in verdict.probes.values() if p.failed]
-    return bool(failing) and all(
-        p.trend.growth >= CONFIRM_ENOUGH_GROWTH.get(PROBES[p.probe].kind, math.inf)
-        for p in failing
-    )
-
-
-def _stride(sample_cost: float, iter_cost: float, max_stride: int) -> int:
-    if iter_cost <= 0 or not math.isfinite(iter_cost):
-        return 1
-    return int(min(max_stride, max(1, math.ceil(sample_cost / (SAMPLING_OVERHEAD * iter_cost)))))
-
-
-def build_result(m: Measurement) -> MembudgetResult:
-    """The public result of a measurement, finished or cut short by an error."""
-    verdict = m.verdict
-    if verdict is None and m.rows > 0:
-        verdict = m.judge()
-    failures: list[str] = []
-    probes: dict[str, ProbeResult] = {}
-    peaks = m.peaks()
-    for column, name in enumerate(m.probes):
-        info = PROBES[name]
-        budgets: dict[str, float | None] = {kind: None for kind in ("slope", "peak", "growth")}
-        for kind, budget in m.spec.for_probe(name).items():
-            budgets[kind] = budget.limit
-        judgement = verdict.probes.get(name) if verdict is not None else None
-        label = "unjudged"
-        slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
-        if judgement is not None:
-            t = judgement.trend
-            slope, ci, growth = t.slope, (t.lower, t.upper), t.growth
-            statuses = [o.status for o in judgement.outcomes]
-            if FAIL in statuses:
-                label = "fail"
-            elif AMBIGUOUS in statuses:
-                label = "inconclusive" if m.stopped != "running" else "unjudged"
-            elif statuses:
-                label = "pass"
-            failures.extend(
-                describe_outcome(o, judgement) for o in judgement.outcomes if o.status == FAIL
-            )
-        column_values = m.values[: m.rows, column]
-        probes[name] = ProbeResult(
-            name=name, unit=info.unit, slope=slope, ci=ci,
-            peak=peaks[name],
-            growth=growth, samples=column_values.copy(),
-            sample_iterations=m.x[: m.rows].copy(), verdict=label, budgets=budgets,
-        )
-    return MembudgetResult(
-        iterations=m.measured, warmup=m.warmup_done, stopped=m.stopped, seconds=m.seconds,
-        probes=probes, failures=failures, evidence_data=m.evidence,
-        complete=m.stopped != "running",
-        settings={**asdict(m.spec.run), "iterations": m.spec.run.iterations or "auto"},
-    )

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_membudget.spec import (
     MIN_VERDICT_ITERATIONS,
+    RUN_KEYS,
     Budget,
     RunSettings,
     SpecError,
@@ -46,6 +47,13 @@ class Option:
     @property
     def flag(self) -> str:
         return "--membudget-" + self.key.replace("_", "-")
+
+    @property
+    def negative_flag(self) -> str | None:
+        """``--no-membudget-<key>``: turns off a bool that the ini (or its default) turns on."""
+        if self.kind != "bool" or self.flag_only:
+            return None
+        return "--no-membudget-" + self.key.replace("_", "-")
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -91,6 +99,8 @@ OPTIONS: tuple[Option, ...] = (
            kind="linelist", metavar="PROBE:TOL"),
     Option("plot", "write one PNG per budgeted test into this directory (needs matplotlib: "
            "the [plot] extra)", "", metavar="DIR"),
+    Option("device", "the CUDA device the cuda_* probes read, e.g. 'cuda:1' or 1 (default: "
+           "the current device)", "", metavar="DEVICE"),
     Option("cuda_history", "record the CUDA allocator's history during the window, so that a "
            "failing cuda_* budget names the lines that allocated the live blocks (costly)",
            "false", kind="bool"),
@@ -98,8 +108,6 @@ OPTIONS: tuple[Option, ...] = (
            "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
 )
 
-RUN_OPTION_KEYS = ("iterations", "warmup", "min_iterations", "max_iterations", "max_seconds",
-                   "gc", "evidence", "confidence", "cuda_history")
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,9 @@ def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
         if option.kind == "bool":
             group.addoption(option.flag, action="store_const", const="true", default=None,
                             dest=option.ini, help=flag_help)
+            if option.negative_flag is not None:
+                group.addoption(option.negative_flag, action="store_const", const="false",
+                                dest=option.ini, help=f"turn off {option.flag}")
         elif option.kind == "linelist":
             group.addoption(option.flag, action="append", default=None, dest=option.ini,
                             metavar=option.metavar, help=flag_help)
@@ -152,7 +163,7 @@ def default_run(**overrides: Any) -> RunSettings:
     """The run settings when nothing is configured (each option's declared default), with
     ``overrides`` put in as they are: for code that measures outside a pytest session."""
     values = {key: parse_run_value(key, option_by_key(key).default, "from the default")
-              for key in RUN_OPTION_KEYS}
+              for key in RUN_KEYS}
     return replace(RunSettings(**values), **overrides)
 
 
@@ -160,7 +171,7 @@ def resolve(config: pytest.Config) -> Settings:
     """Read every option once; bad values raise pytest.UsageError naming the key."""
     try:
         values: dict[str, Any] = {}
-        for key in RUN_OPTION_KEYS:
+        for key in RUN_KEYS:
             raw, where = raw_value(config, option_by_key(key))
             values[key] = parse_run_value(key, raw, where)
         raw_budgets, where = raw_value(config, option_by_key("budget"))

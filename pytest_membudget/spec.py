@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_membudget.catalog import PROBES, ProbeInfo
+from pytest_membudget.vocabulary import BudgetKind, GcPolicy, ProbeKind
 
 SIZE_UNITS = {
     "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
@@ -20,9 +21,6 @@ _QUANTITY = re.compile(
     r"^\s*(?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-zµ]*)\s*"
     r"(?P<per>/\s*it(?:er(?:ation)?)?)?\s*$"
 )
-RUN_KEYS = ("iterations", "warmup", "max_iterations", "max_seconds", "min_iterations",
-            "gc", "evidence", "confidence", "device", "cuda_history")
-GC_POLICIES = ("collect", "off")
 
 
 class SpecError(ValueError):
@@ -32,9 +30,17 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class Budget:
     probe: str
-    kind: str  # "slope", "peak" or "growth"
+    kind: BudgetKind
     limit: float
     source: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", BudgetKind(self.kind))  # "slope" -> SLOPE
+
+    @property
+    def key(self) -> str:
+        """The marker keyword that sets this budget."""
+        return self.probe + self.kind.suffix
 
 
 #: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
@@ -53,11 +59,14 @@ class RunSettings:
     min_iterations: int
     max_iterations: int
     max_seconds: float
-    gc: str
+    gc: GcPolicy
     evidence: bool
     confidence: float
     device: str | None = None
     cuda_history: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gc", GcPolicy(self.gc))  # "off" -> OFF
 
 
 @dataclass(frozen=True)
@@ -69,18 +78,17 @@ class BudgetSpec:
     def probes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(b.probe for b in self.budgets))
 
-    def for_probe(self, probe: str) -> dict[str, Budget]:
+    def for_probe(self, probe: str) -> dict[BudgetKind, Budget]:
         return {b.kind: b for b in self.budgets if b.probe == probe}
 
 
-def split_budget_key(key: str) -> tuple[str, str]:
-    """'rss' -> ('rss', 'slope'); 'rss_peak' -> ('rss', 'peak'); unknown -> SpecError."""
+def split_budget_key(key: str) -> tuple[str, BudgetKind]:
+    """'rss' -> ('rss', SLOPE); 'rss_peak' -> ('rss', PEAK); unknown -> SpecError."""
     if key in PROBES:
-        return key, "slope"
-    for kind in ("peak", "growth"):
-        suffix = "_" + kind
-        if key.endswith(suffix) and key[: -len(suffix)] in PROBES:
-            return key[: -len(suffix)], kind
+        return key, BudgetKind.SLOPE
+    for kind in (BudgetKind.PEAK, BudgetKind.GROWTH):
+        if key.endswith(kind.suffix) and key[: -len(kind.suffix)] in PROBES:
+            return key[: -len(kind.suffix)], kind
     known = ", ".join(sorted(PROBES))
     raise SpecError(
         f"unknown budget {key!r}: budgets are named <probe>, <probe>_peak or <probe>_growth, "
@@ -88,10 +96,11 @@ def split_budget_key(key: str) -> tuple[str, str]:
     )
 
 
-def parse_quantity(info: ProbeInfo, kind: str, value: object, where: str) -> float:
+def parse_quantity(info: ProbeInfo, kind: BudgetKind, value: object, where: str) -> float:
     """A budget value in the probe's base unit (bytes, count or seconds, per iteration for
     slopes)."""
-    label = f"{info.name}_{kind}" if kind != "slope" else info.name
+    kind = BudgetKind(kind)
+    label = info.name + kind.suffix
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise SpecError(
             f"{label}={value!r} {where}: expected a number or a string such as "
@@ -115,13 +124,13 @@ def parse_quantity(info: ProbeInfo, kind: str, value: object, where: str) -> flo
         raise SpecError(f"{label}={value!r} {where}: a budget must be a finite number >= 0")
     scale = _unit_scale(info, unit, label, value, where)
     if per_iter is not None:
-        if kind == "slope" and not per_iter and unit:
+        if kind is BudgetKind.SLOPE and not per_iter and unit:
             raise SpecError(
                 f"{label}={value!r} {where}: this is a size, but {label} is a slope budget "
                 f"(growth per iteration); write {value.strip() + '/iter'!r}, "  # type: ignore[union-attr]
                 f"or use {info.name}_peak= / {info.name}_growth= for a size"
             )
-        if kind != "slope" and per_iter:
+        if kind is not BudgetKind.SLOPE and per_iter:
             raise SpecError(
                 f"{label}={value!r} {where}: this is a slope (per iteration), but {label} "
                 f"expects a size; use {info.name}= for a slope budget"
@@ -133,25 +142,26 @@ def _unit_scale(info: ProbeInfo, unit: str, label: str, value: object, where: st
     if not unit:
         return 1.0
     table: Mapping[str, float]
-    if info.kind == "bytes":
+    if info.kind is ProbeKind.BYTES:
         table = SIZE_UNITS
         key = unit.lower() if unit.lower() != "b" or unit == "B" else "?"
-    elif info.kind == "seconds":
+    elif info.kind is ProbeKind.SECONDS:
         table, key = TIME_UNITS, unit
     else:
         table = {info.unit: 1.0}
         key = unit
     if key not in table:
-        allowed = {"bytes": "B, KB, MB, GB, KiB, MiB, GiB", "seconds": "s, ms, us, ns"}.get(
+        allowed = {ProbeKind.BYTES: "B, KB, MB, GB, KiB, MiB, GiB",
+                   ProbeKind.SECONDS: "s, ms, us, ns"}.get(
             info.kind, f"a plain number (or {info.unit})"
         )
         raise SpecError(f"{label}={value!r} {where}: unknown unit {unit!r}; use {allowed}")
     return float(table[key])
 
 
-def _example(info: ProbeInfo, kind: str) -> str:
-    base = {"bytes": "4 KiB", "seconds": "1 ms", "count": "0"}[info.kind]
-    if kind == "slope" and info.kind != "count":
+def _example(info: ProbeInfo, kind: BudgetKind) -> str:
+    base = {ProbeKind.BYTES: "4 KiB", ProbeKind.SECONDS: "1 ms", ProbeKind.COUNT: "0"}[info.kind]
+    if kind is BudgetKind.SLOPE and info.kind is not ProbeKind.COUNT:
         return base + "/iter"
     return base
 
@@ -202,32 +212,54 @@ def parse_bool(name: str, value: object, where: str) -> bool:
     raise SpecError(f"{name}={value!r} {where}: expected true or false")
 
 
+def parse_gc(value: object, where: str) -> GcPolicy:
+    try:
+        return GcPolicy(value)
+    except ValueError:
+        choices = ", ".join(p.value for p in GcPolicy)
+        raise SpecError(f"gc={value!r} {where}: expected one of {choices}") from None
+
+
+def parse_confidence(value: object, where: str) -> float:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if isinstance(value, bool) or not isinstance(value, float) or not 0.5 < value < 1:
+        raise SpecError(f"confidence={value!r} {where}: expected a number between 0.5 and 1")
+    return value
+
+
+def parse_device(value: object, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return str(value)
+    raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
+
+
+#: Every run-control key, in the order of RunSettings, with the one function that reads its
+#: value: the marker's keywords, the ini keys and the command-line flags all go through it.
+RUN_PARSERS: dict[str, Callable[[object, str], Any]] = {
+    "iterations": parse_iterations,
+    "warmup": lambda value, where: positive_int("warmup", value, where),
+    "min_iterations": lambda value, where: positive_int("min_iterations", value, where),
+    "max_iterations": lambda value, where: positive_int("max_iterations", value, where),
+    "max_seconds": lambda value, where: parse_seconds("max_seconds", value, where),
+    "gc": parse_gc,
+    "evidence": lambda value, where: parse_bool("evidence", value, where),
+    "confidence": parse_confidence,
+    "device": parse_device,
+    "cuda_history": lambda value, where: parse_bool("cuda_history", value, where),
+}
+RUN_KEYS = tuple(RUN_PARSERS)
+
+
 def parse_run_value(key: str, value: object, where: str) -> Any:
-    """Validate one run-control value; the single place that knows each key's type."""
-    if key == "iterations":
-        return parse_iterations(value, where)
-    if key in ("warmup", "max_iterations", "min_iterations"):
-        return positive_int(key, value, where)
-    if key == "max_seconds":
-        return parse_seconds(key, value, where)
-    if key == "gc":
-        if value not in GC_POLICIES:
-            raise SpecError(f"gc={value!r} {where}: expected one of {', '.join(GC_POLICIES)}")
-        return value
-    if key in ("evidence", "cuda_history"):
-        return parse_bool(key, value, where)
-    if key == "confidence":
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = float(value)
-        if isinstance(value, bool) or not isinstance(value, float) or not 0.5 < value < 1:
-            raise SpecError(f"confidence={value!r} {where}: expected a number between 0.5 and 1")
-        return value
-    if key == "device":
-        if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
-            return None if value is None else str(value)
-        raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
-    raise SpecError(f"unknown run setting {key!r} {where}")
+    """Validate one run-control value."""
+    parser = RUN_PARSERS.get(key)
+    if parser is None:
+        raise SpecError(f"unknown run setting {key!r} {where}")
+    return parser(value, where)
 
 
 def parse_budget_line(line: str, where: str) -> Budget:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_membudget.jsonreport import FORMAT, SCHEMA
+from pytest_membudget.jsonreport import FORMAT, SCHEMA, upgrade
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
 LATEST = "latest"
@@ -81,7 +81,7 @@ def read_document(path: Path) -> dict[str, Any]:
             isinstance(t, dict) and isinstance(t.get("probes", {}), dict)
             for t in tests.values()):
         raise ReportFileError(f"{path} has no valid \"tests\" mapping; {redo}")
-    return document
+    return upgrade(document)
 
 
 def check_name(name: str, where: str) -> str:

@@ -17,17 +17,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_membudget.catalog import ITER_TIME_RELATIVE_RESOLUTION, PROBES
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.fit import FloatArray, Trend, trend
 from pytest_membudget.spec import Budget, BudgetSpec
+from pytest_membudget.vocabulary import BudgetKind, Status
 
-PASS, FAIL, AMBIGUOUS = "pass", "fail", "ambiguous"
+PASS, FAIL, AMBIGUOUS = Status.PASS, Status.FAIL, Status.AMBIGUOUS
 
 
 @dataclass(frozen=True)
 class Outcome:
     budget: Budget
-    status: str
+    status: Status
     measured: float
 
 
@@ -52,21 +53,22 @@ class Verdict:
         return any(p.failed for p in self.probes.values())
 
     @property
-    def clear(self) -> bool:
-        """Nothing more to learn from running longer."""
-        statuses = [o.status for p in self.probes.values() for o in p.outcomes]
-        return FAIL in statuses or AMBIGUOUS not in statuses
+    def ambiguous(self) -> bool:
+        """Whether some budget could still go either way."""
+        return any(o.status is AMBIGUOUS for p in self.probes.values() for o in p.outcomes)
 
 
 def resolution(probe: str, window: FloatArray) -> float:
-    if probe == "iter_time":
-        return ITER_TIME_RELATIVE_RESOLUTION * float(np.median(window)) if len(window) else 0.0
-    return PROBES[probe].resolution
+    """Growth over the judged tail below which a slope is the source's granularity."""
+    info = PROBES[probe]
+    if info.relative_resolution and len(window):
+        return max(info.resolution, info.relative_resolution * float(np.median(window)))
+    return info.resolution
 
 
 def judge_slope(
     t: Trend, limit: float, res: float, longest_tail: float, shortest_pass: float = 0.0
-) -> str:
+) -> Status:
     """``shortest_pass``: the fewest iterations of judged tail on which a pass may be called
     (auto runs: long enough to see growth at the probe's floor rate)."""
     if not t.judged:
@@ -83,7 +85,7 @@ def judge_slope(
 
 def judge_probe(
     probe: str,
-    budgets: dict[str, Budget],
+    budgets: dict[BudgetKind, Budget],
     x: FloatArray,
     y: FloatArray,
     peak: float,
@@ -95,12 +97,12 @@ def judge_probe(
     outcomes = []
     floor = PROBES[probe].floor if auto else 0.0
     for kind, budget in budgets.items():
-        if kind == "slope":
+        if kind is BudgetKind.SLOPE:
             res = resolution(probe, y)
             shortest = min(res / floor, longest_tail) if floor > 0 else 0.0
             status = judge_slope(t, budget.limit, res, longest_tail, shortest)
             outcomes.append(Outcome(budget, status, t.slope))
-        elif kind == "peak":
+        elif kind is BudgetKind.PEAK:
             outcomes.append(Outcome(budget, FAIL if peak > budget.limit else PASS, peak))
         else:
             status = FAIL if t.growth > budget.limit else PASS

@@ -52,12 +52,12 @@ def option_rows() -> list[tuple[str, ...]]:
 
 def probe_rows() -> list[tuple[str, ...]]:
     """One row per catalogued probe: (name, unit, resolution, description)."""
-    from pytest_membudget.catalog import ITER_TIME_RELATIVE_RESOLUTION, PROBES
+    from pytest_membudget.catalog import PROBES
 
     rows = []
     for info in PROBES.values():
-        if info.kind == "seconds" and not info.resolution:
-            resolution = f"{ITER_TIME_RELATIVE_RESOLUTION * 100:g} % of the median iteration time"
+        if info.relative_resolution and not info.resolution:
+            resolution = f"{info.relative_resolution * 100:g} % of the median iteration time"
         else:
             resolution = f"{info.resolution:g} {info.unit}"
         rows.append((info.name, info.unit, resolution, info.description))

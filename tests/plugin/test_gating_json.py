@@ -13,7 +13,7 @@ def test_json_holds_every_budgeted_test_failed_ones_too(pytester: pytest.Pyteste
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*membudget: wrote 3 budgeted test(s) to *report.json"])
     document = read_json(pytester.path / "out" / "report.json")
-    assert document["format"] == "pytest-membudget" and document["schema"] == 1
+    assert document["format"] == "pytest-membudget" and document["schema"] == 2
     tests = document["tests"]
     assert sorted(n.split("::")[-1] for n in tests) == ["test_flat", "test_grows", "test_over"]
     over = next(t for n, t in tests.items() if n.endswith("test_over"))

@@ -38,7 +38,8 @@ def run_settings(pytester: pytest.Pytester, recorded, *args: str) -> dict:
 
 def test_every_option_is_covered_here() -> None:
     tested = {"iterations", "warmup", "min_iterations", "max_iterations", "max_seconds", "gc",
-              "evidence", "confidence", "budget", "disable", "cuda_history", "require_cuda"}
+              "evidence", "confidence", "budget", "disable", "cuda_history", "require_cuda",
+              "device"}
     # Gating keys are read in their own test modules: test_gating_json.py (json,
     # json_samples), test_gating_baseline.py (storage, save, save_overwrite, autosave,
     # compare, compare_fail), test_gating_plot.py (plot).
@@ -133,6 +134,54 @@ def test_ini_evidence_off(pytester: pytest.Pytester) -> None:
     assert "Evidence from" not in result.stdout.str()
     with_evidence = pytester.runpytest("-p", "no:cacheprovider", "--membudget-evidence")
     assert "Evidence from" in with_evidence.stdout.str()
+
+
+def test_the_command_line_turns_off_what_the_ini_turns_on(pytester: pytest.Pytester) -> None:
+    ini(pytester, evidence="true", disable="true")
+    pytester.makepyfile("""
+        import pytest
+        KEEP = []
+        @pytest.mark.membudget(gc_objects=0, iterations=40, warmup=2)
+        def test_leak(membudget):
+            membudget.run(lambda: KEEP.append([]))
+    """)
+    # The ini disables measuring: the leak runs once and passes.
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--no-membudget-disable",
+                                "--no-membudget-evidence")
+    result.assert_outcomes(failed=1)
+    assert "Evidence from" not in result.stdout.str()
+    # The last of the pair on the command line wins, as with any flag.
+    result = pytester.runpytest("-p", "no:cacheprovider", "--no-membudget-disable",
+                                "--no-membudget-evidence", "--membudget-evidence")
+    assert "Evidence from" in result.stdout.str()
+
+
+def test_every_bool_the_ini_can_set_has_a_negative_flag() -> None:
+    for option in OPTIONS:
+        if option.kind == "bool" and not option.flag_only:
+            assert option.negative_flag == "--no-" + option.flag[2:]
+        else:
+            assert option.negative_flag is None
+
+
+@pytest.mark.parametrize("how", ["ini", "flag", "marker"])
+def test_device_from_ini_flag_or_marker(pytester: pytest.Pytester, recorded, how: str) -> None:
+    if how == "ini":
+        ini(pytester, device="cuda:1")
+    args = ["--membudget-device=cuda:1"] if how == "flag" else []
+    if how == "marker":
+        pytester.makepyfile("""
+            import pytest
+            @pytest.mark.membudget(device="cuda:1")
+            def test_settings(membudget):
+                membudget.run(lambda: None)
+        """)
+        pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+        data = recorded()["test_settings"]["data"]
+    else:
+        data = run_settings(pytester, recorded, *args)
+    assert data["settings"]["device"] == "cuda:1"
 
 
 def test_ini_confidence(pytester: pytest.Pytester, recorded) -> None:
@@ -238,4 +287,5 @@ def test_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
     for option in OPTIONS:
         assert option.flag in text
         assert option.flag_only or option.ini in text
+        assert option.negative_flag is None or option.negative_flag in text
     assert "all:10%" in text

@@ -9,13 +9,10 @@ from collections.abc import Callable
 import pytest
 
 from pytest_membudget.probes import Probe
-from pytest_membudget.runner import (
-    MIN_VERDICT_ITERATIONS,
-    Measurement,
-    build_result,
-    capacity_for,
-    measure,
-)
+from pytest_membudget.results import build_result
+from pytest_membudget.runner import capacity_for, measure
+from pytest_membudget.sampling import Measurement
+from pytest_membudget.spec import MIN_VERDICT_ITERATIONS
 from pytest_membudget.settings import default_run
 from pytest_membudget.spec import build_spec
 
