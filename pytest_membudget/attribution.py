@@ -8,6 +8,7 @@ runner delegates to), so a passing test pays nothing for it.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sysconfig
 import threading
@@ -18,10 +19,13 @@ from collections.abc import Generator
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.vocabulary import ProbeKind
 
-#: Frames kept per allocation during the evidence run, so that the line in user code can be
-#: found beneath library and pytest frames.
-EVIDENCE_FRAMES = 16
+#: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
+#: frame names the line, and tracing costs about three times less than with 16 frames.
+TRACE_FRAMES = 1
+#: Frames kept while looking for the user's own line beneath a library's (see callers()).
+CALLER_FRAMES = 16
 TOP = 10
 _OWN = os.path.dirname(os.path.abspath(__file__))
 #: Frames of the test framework, never the line that leaked (shared with cudaevidence).
@@ -30,50 +34,64 @@ _SKIP_PARTS = (_OWN + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
 _STDLIB = sysconfig.get_paths()["stdlib"]
 
 
-#: Most seconds the evidence rerun may take; tracing slows allocation-heavy loops several
-#: times over, so the rerun stops on time as well as on count.
-EVIDENCE_SECONDS = 5.0
+#: Most seconds the traced rerun may take; tracing slows allocation-heavy loops several times
+#: over, so the rerun stops on time as well as on count (bench/evidence.py measures what a
+#: failure costs and whether the top lines stay the same).
+EVIDENCE_SECONDS = 0.5
+#: Most seconds, and iterations, of the second rerun that finds the callers of library lines.
+CALLER_SECONDS = 0.15
+CALLER_ITERATIONS = 4
 #: Fewest iterations of the rerun: growth needs at least two to show.
 EVIDENCE_MIN_ITERATIONS = 2
+#: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
+#: no more iterations than it takes the failing probes to grow this much.
+PLAIN_GROWTH = {ProbeKind.BYTES: 256 * 1024.0, ProbeKind.COUNT: 16.0}
 
 
-def evidence_iterations(measured: int) -> int:
-    """Most iterations of the evidence rerun: a quarter of the window, 8 to 200."""
-    return max(8, min(200, measured // 4))
+def evidence_iterations(measured: int, slopes: dict[str, float] | None = None) -> int:
+    """Most iterations of the evidence rerun: a quarter of the window, 8 to 200, and no more
+    than the failing probes (``slopes``: probe -> growth per iteration) need to grow plainly."""
+    most = max(8, min(200, measured // 4))
+    needed = [math.ceil(PLAIN_GROWTH[PROBES[name].kind] / slope)
+              for name, slope in (slopes or {}).items()
+              if slope > 0 and PROBES[name].kind in PLAIN_GROWTH]
+    return max(8, min(most, max(needed))) if needed else most
 
 
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
 ) -> Generator[int, None, dict[str, Any]]:
     """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
-    what grew during them."""
+    what grew during them; then, when a growing line is in a library, a few more with deeper
+    tracebacks to find the user's line that called it."""
     memory = any(PROBES[name].traced_evidence for name in failing)
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
     types_before = type_counts() if memory else Counter()
-    started_tracing = False
-    if memory and not tracemalloc.is_tracing():
-        tracemalloc.start(EVIDENCE_FRAMES)
-        started_tracing = True
+    own_tracer = memory and not tracemalloc.is_tracing()
+    if own_tracer:
+        tracemalloc.start(TRACE_FRAMES)
     try:
         before = tracemalloc.take_snapshot() if memory else None
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
         begin = time.perf_counter()
-        deadline = begin + EVIDENCE_SECONDS
-        done = 0
-        while done < iterations:
-            yield start_iteration + done
-            done += 1
-            if done >= EVIDENCE_MIN_ITERATIONS and time.perf_counter() > deadline:
-                break
-        iterations = done
+        done = yield from _rerun(start_iteration, iterations, begin + EVIDENCE_SECONDS)
         seconds = time.perf_counter() - begin
         gc.collect()
-        sites = growing_sites(before, tracemalloc.take_snapshot(), iterations) if before else []
+        sites = growing_sites(before, tracemalloc.take_snapshot(), done) if before else []
         del before
+        wanted = {(s["file"], s["line"]) for s in sites
+                  if s["via"] is None and _is_library(s["file"])}
+        extra = 0
+        if wanted and own_tracer:
+            tracemalloc.stop()
+            tracemalloc.start(CALLER_FRAMES)
+            found, extra = yield from callers(wanted, start_iteration + done)
+            for site in sites:
+                site["via"] = site["via"] or found.get((site["file"], site["line"]))
     finally:
-        if started_tracing:
+        if own_tracer:
             tracemalloc.stop()
     if memory:
         gc.collect()
@@ -83,7 +101,7 @@ def collect(
         own.add(id(own))
         grown = type_counts(exclude=own)
         grown.subtract(types_before)
-    result: dict[str, Any] = {"iterations": iterations, "seconds": round(seconds, 6)}
+    result: dict[str, Any] = {"iterations": done, "seconds": round(seconds, 6)}
     if memory:
         for site in sites:
             site["code"] = _source_line(site["file"], site["line"])
@@ -94,7 +112,7 @@ def collect(
         result["sites"] = sites
         result["heap_growth"] = sum(s["bytes"] for s in sites)
         result["types"] = [
-            {"type": name, "count": count, "per_iter": round(count / iterations, 2)}
+            {"type": name, "count": count, "per_iter": round(count / (done + extra), 2)}
             for name, count in grown.most_common(TOP) if count > 0
         ]
     result["threads"] = [
@@ -103,6 +121,34 @@ def collect(
     ][:TOP]
     result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
     return result
+
+
+def _rerun(start: int, most: int, deadline: float) -> Generator[int, None, int]:
+    """Up to ``most`` iterations, stopping at ``deadline`` once there are enough to compare."""
+    done = 0
+    while done < most:
+        yield start + done
+        done += 1
+        if done >= EVIDENCE_MIN_ITERATIONS and time.perf_counter() > deadline:
+            break
+    return done
+
+
+def callers(wanted: set[tuple[str, int]],
+            start: int) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
+    """For each library line in ``wanted``, the user's line beneath it: a few iterations
+    traced with deep tracebacks, read from the allocations still alive at those lines."""
+    done = yield from _rerun(start, CALLER_ITERATIONS, time.perf_counter() + CALLER_SECONDS)
+    found: dict[tuple[str, int], Any] = {}
+    for trace in tracemalloc.take_snapshot().traces:
+        frames = list(trace.traceback)[::-1]  # innermost first
+        key = (frames[0].filename, frames[0].lineno) if frames else None
+        if key in wanted and key not in found:
+            user = next((f for f in frames if not _is_library(f.filename)
+                         and not _is_own(f.filename)), None)
+            if user is not None:
+                found[key] = (user.filename, user.lineno)
+    return found, done
 
 
 def _is_own(filename: str) -> bool:

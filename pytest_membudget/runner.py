@@ -95,24 +95,31 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
     cost_start = clock()
     sample(iteration, stride.iteration_cost)
     stride.calibrate(clock() - cost_start)
+    # The iterations since the last sample and their time: locals, the cheapest bookkeeping
+    # between samples; the stride takes them over at each sample.
+    since, body = 0, 0.0
+    every, at = stride.every, checkpoint.at
     while True:
         begin = clock()
         yield iteration
         end = clock()
         iteration += 1
+        since += 1
+        body += end - begin
         m.measured += 1
         out_of_time = auto and end > deadline
-        if stride.ran(end - begin) or m.measured >= checkpoint.at or out_of_time:
-            sample(iteration, stride.mean_since_sample())
-            stride.sampled(clock() - end)
-        if m.measured < checkpoint.at and not out_of_time:
+        if since >= every or m.measured >= at or out_of_time:
+            sample(iteration, body / since)
+            stride.sampled(clock() - end, body)
+            since, body = 0, 0.0
+        if m.measured < at and not out_of_time:
             continue
         step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()))
         if isinstance(step, StopReason):
             m.stopped = step
             return iteration
-        checkpoint = step
-        stride.rethink(m.measured)
+        checkpoint, at = step, step.at
+        every = stride.rethink(m.measured)
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,
@@ -123,7 +130,8 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     failing = {name for name, p in m.verdict.probes.items() if p.failed}
     evidence = probe_set.evidence(failing)
     m.phase = Phase.EVIDENCE
-    count = evidence_iterations(m.measured)
+    slopes = {name: m.verdict.probes[name].trend.slope for name in failing}
+    count = evidence_iterations(m.measured, slopes)
     evidence.update((yield from collect_evidence(failing, count, iteration)))
     return evidence
 

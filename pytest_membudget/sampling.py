@@ -164,9 +164,7 @@ class Stride:
         self.most = most
         self.costs = 0.0
         self.samples = 0
-        self.body_time = 0.0
         self.body_total = 0.0
-        self.since_sample = 0
         self.every = 1
 
     def calibrate(self, sample_cost: float) -> None:
@@ -181,25 +179,16 @@ class Stride:
         wanted = math.ceil(sample_cost / (SAMPLING_OVERHEAD * iteration_cost))
         return int(min(self.most, max(1, wanted)))
 
-    def ran(self, seconds: float) -> bool:
-        """One more iteration took ``seconds``; whether a sample is due."""
-        self.body_time += seconds
-        self.body_total += seconds
-        self.since_sample += 1
-        return self.since_sample >= self.every
-
-    def mean_since_sample(self) -> float:
-        return self.body_time / self.since_sample
-
-    def sampled(self, cost: float) -> None:
+    def sampled(self, cost: float, body: float) -> None:
+        """A sample cost ``cost`` seconds; the workload ran ``body`` seconds since the last."""
         self.costs += cost
         self.samples += 1
-        self.body_time = 0.0
-        self.since_sample = 0
+        self.body_total += body
 
-    def rethink(self, measured: int) -> None:
+    def rethink(self, measured: int) -> int:
         """At a checkpoint: the stride from the mean costs so far."""
         self.every = self.choose(self.costs / self.samples, self.body_total / measured)
+        return self.every
 
     @staticmethod
     def most_for(total: int, fixed: bool) -> int:

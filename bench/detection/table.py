@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.detection.cases import CASES
-from bench.detection.run import Run, _fmt, summarise
+from bench.detection.reporting import _fmt, summarise
+from bench.detection.running import Run
 
 
 def render(serial: dict[str, Any], xdist: dict[str, Any] | None,

@@ -29,7 +29,8 @@ def _flag(option: Any) -> str:
     kind = getattr(option, "kind", "string")
     metavar = getattr(option, "metavar", None) or "VALUE"
     if kind == "bool":
-        return option.flag
+        negative = getattr(option, "negative_flag", None)
+        return option.flag + (f", {negative}" if negative else "")
     if kind == "optional":
         return f"{option.flag}[={metavar}]"
     if kind == "linelist":

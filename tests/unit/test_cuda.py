@@ -9,8 +9,7 @@ import pytest
 
 from pytest_membudget.cudaevidence import live_window_blocks, user_frame
 from pytest_membudget.probes.cuda import STAT_KEYS, stat, unavailable_reason
-from pytest_membudget.results import BudgetExceeded
-from pytest_membudget.results import build_result
+from pytest_membudget.results import BudgetExceeded, build_result
 from pytest_membudget.runner import capacity_for, measure
 from pytest_membudget.sampling import Measurement
 from pytest_membudget.settings import default_run

@@ -1,0 +1,103 @@
+"""The run policy on scripted sequences of readings: no workload, no clock, no probe."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from pytest_membudget.policy import Checkpoint, Reading, RunPolicy, StopReason
+from pytest_membudget.spec import MIN_VERDICT_ITERATIONS
+
+P, A, F, FA = Reading.PASS, Reading.AMBIGUOUS, Reading.FAIL, Reading.FAIL_AMPLE
+
+
+def drive(policy: RunPolicy, reading: Callable[[int], Reading],
+          out_of_time_at: int | None = None) -> tuple[list[int], StopReason]:
+    """Every checkpoint the policy asks for, and why it stops. ``reading(n)`` is the verdict
+    at ``n`` measured iterations."""
+    checkpoint = policy.first()
+    seen = []
+    while True:
+        seen.append(checkpoint.at)
+        late = out_of_time_at is not None and checkpoint.at >= out_of_time_at
+        step = policy.after(checkpoint, checkpoint.at, late, reading(checkpoint.at))
+        if isinstance(step, StopReason):
+            return seen, step
+        assert step.at > checkpoint.at, "the window must grow between checkpoints"
+        checkpoint = step
+
+
+AUTO = RunPolicy(fixed=None, min_iterations=64, max_iterations=2000)
+
+
+def test_a_flat_run_is_judged_at_64_then_goes_straight_to_the_shortest_verdict() -> None:
+    assert drive(AUTO, lambda n: P) == ([64, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+
+
+def test_an_ambiguous_run_grows_by_half_again_each_time_up_to_the_cap() -> None:
+    seen, stop = drive(AUTO, lambda n: A)
+    assert seen == [64, 96, 144, 216, 324, 486, 729, 1094, 1641, 2000]
+    assert stop is StopReason.CAP
+
+
+def test_an_ambiguous_run_that_becomes_clear_stops_at_the_next_checkpoint_past_640() -> None:
+    seen, stop = drive(AUTO, lambda n: A if n < 700 else P)
+    assert seen[-1] == 729 and stop is StopReason.CLEAR
+
+
+def test_a_failure_is_confirmed_at_twice_its_length_and_again_at_the_shortest_verdict() -> None:
+    assert drive(AUTO, lambda n: F) == ([64, 128, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+
+
+def test_ample_growth_confirms_a_failure_at_twice_its_length() -> None:
+    assert drive(AUTO, lambda n: FA) == ([64, 128], StopReason.CLEAR)
+
+
+def test_ample_growth_at_the_first_failure_alone_does_not_stop_the_run() -> None:
+    # Confirmation needs a second, disjoint tail: FAIL_AMPLE only counts at the confirmation.
+    assert drive(AUTO, lambda n: FA if n == 64 else F) == (
+        [64, 128, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+
+
+def test_a_failure_not_seen_again_starts_over() -> None:
+    # Fails at 64, passes at its confirmation (a cache that stopped filling): not a leak.
+    seen, stop = drive(AUTO, lambda n: F if n == 64 else P)
+    assert seen == [64, 128, MIN_VERDICT_ITERATIONS] and stop is StopReason.CLEAR
+
+
+def test_a_failure_confirmed_past_the_shortest_verdict_stands_there() -> None:
+    seen, stop = drive(AUTO, lambda n: A if n < 300 else F)
+    assert seen == [64, 96, 144, 216, 324, 648] and stop is StopReason.CLEAR
+
+
+def test_the_cap_ends_a_confirmation() -> None:
+    policy = RunPolicy(fixed=None, min_iterations=64, max_iterations=100)
+    assert drive(policy, lambda n: F) == ([64, 100], StopReason.CAP)
+
+
+def test_a_lower_max_iterations_lowers_the_shortest_verdict() -> None:
+    policy = RunPolicy(fixed=None, min_iterations=64, max_iterations=200)
+    assert drive(policy, lambda n: P) == ([64, 200], StopReason.CAP)
+
+
+def test_min_iterations_above_the_shortest_verdict_stops_at_the_first_judgement() -> None:
+    policy = RunPolicy(fixed=None, min_iterations=700, max_iterations=2000)
+    assert drive(policy, lambda n: P) == ([700], StopReason.CLEAR)
+
+
+def test_running_out_of_time_stops_at_the_checkpoint() -> None:
+    assert drive(AUTO, lambda n: A, out_of_time_at=100) == ([64, 96, 144], StopReason.CAP)
+
+
+@pytest.mark.parametrize("reading", list(Reading))
+def test_a_fixed_run_stops_at_its_count_whatever_the_verdict(reading: Reading) -> None:
+    policy = RunPolicy(fixed=300, min_iterations=64, max_iterations=2000)
+    assert drive(policy, lambda n: reading) == ([300], StopReason.FIXED)
+
+
+def test_first_checkpoint_and_most_iterations() -> None:
+    assert AUTO.first() == Checkpoint(64) and AUTO.most_iterations == 2000
+    fixed = RunPolicy(fixed=50, min_iterations=64, max_iterations=2000)
+    assert fixed.first() == Checkpoint(50) and fixed.most_iterations == 50
+    assert RunPolicy(fixed=None, min_iterations=64, max_iterations=40).first() == Checkpoint(40)
