@@ -4,9 +4,9 @@ each run with evidence on and off.
     python bench/evidence.py [--repeats 3] [--cases PATTERNS] [--plugin-from DIR]
                              [--json PATH] [--compare PATH]
 
-Each leak case becomes two tests with the same fixed window (``iterations=640``, the length
-at which an auto run stops on most of them, so that both windows are alike):
-``membudget(rss=0, threads=0, fds=0, iterations=640)`` with evidence on, and the same with
+Each leak case becomes two tests with the same fixed window (``iterations=2000``, long
+enough for the slowest leaks of the corpus to fail, and alike in both tests):
+``membudget(rss=0, threads=0, fds=0, iterations=2000)`` with evidence on, and the same with
 ``evidence=False``. Each runs in its own pytest process, ``--repeats`` times. The evidence's
 cost is the difference of the two runs' ``result.seconds`` (median over the repeats): the
 rerun, the snapshots and the object counts, everything the plugin does after the verdict.
@@ -36,7 +36,7 @@ from bench.detection.cases import Case, missing_requirements, select
 from bench.detection.generate import write_suite
 from bench.detection.running import _FROZEN, ROOT, freeze_plugin, plugin_fingerprint, run_pytest
 
-ITERATIONS = 640
+ITERATIONS = 2000
 
 _TESTS = '''
 

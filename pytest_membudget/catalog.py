@@ -39,6 +39,11 @@ class ProbeInfo:
     #: Whether a failure of this probe is explained by a rerun under tracemalloc (allocation
     #: sites and object types that grew): true for the probes that memory objects move.
     traced_evidence: bool = False
+    #: Exact probes that see, byte by byte or block by block, growth this coarse probe only
+    #: sees in steps: suggested when its budget ends inconclusive.
+    exact: tuple[str, ...] = ()
+    #: What an exact probe sees, in a few words (for the suggestion of ``exact``).
+    sees: str = ""
 
     @property
     def ample_growth(self) -> float:
@@ -58,15 +63,19 @@ PROBES: dict[str, ProbeInfo] = {
     for p in (
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
-                  floor=RSS_FLOOR, traced_evidence=True),
+                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc")),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
-                  floor=RSS_FLOOR, traced_evidence=True),
+                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc")),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True),
         ProbeInfo("malloc", B, "B", 4096, "native",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
-                  traced_evidence=True),
+                  traced_evidence=True, sees="native memory"),
+        ProbeInfo("py_blocks", COUNT, "blocks", 8, "pyblocks",
+                  "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
+                  "Python object, tracked by the garbage collector or not", traced_evidence=True,
+                  sees="Python objects"),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",

@@ -87,6 +87,10 @@ class MemBudget:
             raise BudgetExceeded(
                 failure_message(self.test, self.result, self.spec.run.confidence), self.result
             )
+        if self.spec.run.strict and self.result.unsettled:
+            from pytest_membudget.report import strict_message
+
+            raise BudgetExceeded(strict_message(self.test, self.result), self.result)
 
     def __repr__(self) -> str:
         budgets = ", ".join(f"{b.key}={b.limit:g}" for b in self.spec.budgets)

@@ -202,10 +202,15 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.report import summary_table
+    from pytest_membudget.report import inconclusive_summary, summary_table
 
-    lines = summary_table(config.stash.get(REPORTS_KEY, []), config.get_verbosity())
-    if lines:
+    results = config.stash.get(REPORTS_KEY, [])
+    lines = summary_table(results, config.get_verbosity())
+    # Shown at every verbosity: an inconclusive budget is a green test nobody would notice.
+    unsettled = inconclusive_summary(results)
+    if lines or unsettled:
         terminalreporter.write_sep("-", "membudget")
-        for line in lines:
-            terminalreporter.write_line(line)
+    for line in lines:
+        terminalreporter.write_line(line)
+    for line in unsettled:
+        terminalreporter.write_line(line, yellow=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, RunSettings
+from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, REFERENCE_ITERATIONS, RunSettings
 from pytest_membudget.verdict import Verdict
 from pytest_membudget.vocabulary import StopReason
 
@@ -51,7 +51,8 @@ class RunPolicy:
     #: None: auto; otherwise the fixed number of measured iterations.
     fixed: int | None
     min_iterations: int
-    max_iterations: int
+    #: None: no cap on the count; only running out of time stops an ambiguous run.
+    max_iterations: int | None
     #: No auto verdict, pass or fail, stands on fewer measured iterations (unless
     #: max_iterations is lower).
     shortest: int = MIN_VERDICT_ITERATIONS
@@ -65,14 +66,26 @@ class RunPolicy:
         return self.fixed is None
 
     @property
+    def capped(self) -> bool:
+        """Whether the count of iterations is bounded (a fixed run, or a max_iterations)."""
+        return self.fixed is not None or self.max_iterations is not None
+
+    @property
     def most_iterations(self) -> int:
-        """The most measured iterations the run may take (the sample storage's size)."""
-        return self.fixed if self.fixed is not None else self.max_iterations
+        """The most measured iterations the run may take, or, for an auto run without a cap,
+        the reference length: the sample storage's size and the pass rule's run length."""
+        if self.fixed is not None:
+            return self.fixed
+        return self.max_iterations if self.max_iterations is not None else REFERENCE_ITERATIONS
+
+    def _capped(self, iterations: int) -> int:
+        return iterations if self.max_iterations is None else min(self.max_iterations,
+                                                                  iterations)
 
     def first(self) -> Checkpoint:
         if self.fixed is not None:
             return Checkpoint(self.fixed)
-        return Checkpoint(min(self.min_iterations, self.max_iterations))
+        return Checkpoint(self._capped(self.min_iterations))
 
     def after(self, checkpoint: Checkpoint, measured: int, out_of_time: bool,
               reading: Reading) -> Checkpoint | StopReason:
@@ -80,9 +93,9 @@ class RunPolicy:
         and the verdict on them reads ``reading``."""
         if self.fixed is not None:
             return StopReason.FIXED
-        if measured >= self.max_iterations or out_of_time:
+        if out_of_time or (self.max_iterations is not None and measured >= self.max_iterations):
             return StopReason.CAP
-        shortest = min(self.shortest, self.max_iterations)
+        shortest = self._capped(self.shortest)
         if reading in (Reading.FAIL, Reading.FAIL_AMPLE):
             # A leak grows in every stretch. A failure stands once the judged tail at twice
             # the length, which no longer overlaps the first one, fails too, and again at
@@ -90,7 +103,7 @@ class RunPolicy:
             # filling has stopped by then.
             confirm_at = checkpoint.confirm_at
             if confirm_at is None:
-                confirm_at = min(self.max_iterations, CONFIRM_GROWTH * measured)
+                confirm_at = self._capped(CONFIRM_GROWTH * measured)
             elif measured >= confirm_at:
                 last = max(shortest, confirm_at)
                 if measured >= last or reading is Reading.FAIL_AMPLE:
@@ -99,7 +112,7 @@ class RunPolicy:
             return Checkpoint(confirm_at, confirm_at)
         if reading is Reading.PASS and measured >= shortest:
             return StopReason.CLEAR
-        at = min(self.max_iterations, math.ceil(checkpoint.at * CHECKPOINT_GROWTH))
+        at = self._capped(math.ceil(checkpoint.at * CHECKPOINT_GROWTH))
         if reading is Reading.PASS:
             # Flat so far: nothing to judge before the shortest verdict.
             at = max(at, shortest)

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.vocabulary import BudgetKind, ProbeKind, ProbeVerdict, StopReason
+from pytest_membudget.vocabulary import (
+    BudgetKind,
+    ProbeKind,
+    ProbeVerdict,
+    Remedy,
+    StopReason,
+)
 
 if TYPE_CHECKING:
     from pytest_membudget.results import BudgetOutcome, MembudgetResult, ProbeResult
@@ -94,6 +100,15 @@ def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
     if outcome.kind is BudgetKind.PEAK:
         return f"{name} peaked at {fmt(name, outcome.measured)}, budget {fmt(name, limit)}"
     return f"{name} grew {fmt(name, outcome.measured)} after warm-up, budget {fmt(name, limit)}"
+
+
+def strict_message(test: str, result: MembudgetResult) -> str:
+    """Why --membudget-strict fails a test whose budgets all passed or stayed inconclusive."""
+    reasons = inconclusive_reasons(result.to_dict(samples=False))
+    return "\n".join([
+        f"membudget: {len(reasons)} budget(s) inconclusive in {test} (strict: an inconclusive "
+        "budget fails the test)",
+        *(f"  - {reason}" for reason in reasons), "", *series_lines(result)])
 
 
 def failure_reasons(result: MembudgetResult) -> list[str]:
@@ -240,6 +255,23 @@ SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "it
 VERBOSE_HEADER = (*SUMMARY_HEADER, "growth", "warm-up", "stopped")
 
 
+def inconclusive_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The lines below the table for every budget that ended inconclusive: never silent."""
+    lines, lenient = [], 0
+    for nodeid, data in results:
+        strict = bool(data.get("settings", {}).get("strict"))
+        for line in inconclusive_lines(nodeid, data):
+            lines.append(f"  {line}" + (" [strict: the test failed]" if strict else ""))
+            lenient += not strict
+    if not lines:
+        return []
+    head = f"membudget: {len(lines)} budget(s) inconclusive"
+    if lenient:
+        head += (f" ({lenient} in tests that passed all the same; --membudget-strict fails "
+                 "them)")
+    return [head + ":", *lines]
+
+
 def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> list[str]:
     """The terminal summary: every budgeted test at the default verbosity, more columns at
     -v, only tests whose budgets did not pass at -q, nothing at -qq."""
@@ -264,6 +296,47 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] = SUMMARY_HEADER)
     return out
 
 
+def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    settings = data.get("settings", {})
+    iterations = data.get("iterations", 0)
+    ways = []
+    for remedy in entry.get("remedies", ()):
+        if remedy == Remedy.MAX_SECONDS:
+            ways.append(f"more time (max_seconds={2 * float(settings.get('max_seconds', 60)):g}; "
+                        f"it ran out of its {float(settings.get('max_seconds', 60)):g} s)")
+        elif remedy == Remedy.MAX_ITERATIONS:
+            ways.append(f"a higher max_iterations (it stopped at {iterations}), or "
+                        "max_iterations='none' to let max_seconds decide")
+        elif remedy == Remedy.ITERATIONS:
+            ways.append(f"a longer run (iterations={2 * int(iterations)}) or iterations='auto'")
+        elif remedy == Remedy.EXACT_PROBE:
+            exact = [f"{p}=0 for {PROBES[p].sees}" if p in PROBES else p
+                     for p in entry.get("exact_probes", ())]
+            ways.append("an exact probe beside it: " + " or ".join(exact))
+    return ways
+
+
+def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:
+    """One line per budget that ended inconclusive: the test, the budget, how the run ended
+    and what would settle it."""
+    return [f"{nodeid}: {reason}" for reason in inconclusive_reasons(data)]
+
+
+def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
+    """:func:`inconclusive_lines` without the test's name."""
+    lines = []
+    for entry in data.get("inconclusive", ()):
+        probe, kind = str(entry.get("probe")), BudgetKind(entry.get("kind", "slope"))
+        per_iter = kind is BudgetKind.SLOPE
+        budget = f"{probe}{kind.suffix}={fmt(probe, entry.get('limit'), per_iter=per_iter)}"
+        measured = fmt(probe, entry.get("measured"), per_iter=per_iter)
+        line = (f"{budget} inconclusive (measured {measured}) after "
+                f"{data.get('iterations')} iterations, {stopped_text(data.get('stopped'))}")
+        ways = _settle_ways(entry, data)
+        lines.append(line + ("; settle it with " + "; or ".join(ways) if ways else ""))
+    return lines
+
+
 def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
     """Readable per-test properties for JUnit XML (user_properties), one set per probe:
     ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
@@ -275,6 +348,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
     props = [("membudget.verdict", overall),
              ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
                                       f"warm-up ({data.get('stopped')})")]
+    props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
     for name, probe in data.get("probes", {}).items():
         lo, hi = probe.get("ci") or [None, None]
         props += [

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Status, StopReason
+from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +33,20 @@ class BudgetOutcome:
     def to_dict(self) -> dict[str, Any]:
         return {"probe": self.probe, "kind": self.kind.value, "limit": _finite(self.limit),
                 "status": self.status.value, "measured": _finite(self.measured)}
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """A budget that ended ambiguous, and what would settle it: a longer run, a higher cap,
+    an exact probe (``probes``: which)."""
+
+    outcome: BudgetOutcome
+    remedies: tuple[Remedy, ...]
+    probes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.outcome.to_dict(), "remedies": [r.value for r in self.remedies],
+                "exact_probes": list(self.probes)}
 
 
 @dataclass
@@ -94,6 +108,15 @@ class MembudgetResult:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def unsettled(self) -> list[Unsettled]:
+        """The budgets that ended inconclusive (a finished run's ambiguous ones), each with
+        what would settle it."""
+        if not self.complete:
+            return []
+        return [settle(o, self) for p in self.probes.values() for o in p.outcomes
+                if o.status is Status.AMBIGUOUS]
+
     def __getitem__(self, probe: str) -> ProbeResult:
         return self.probes[probe]
 
@@ -108,6 +131,7 @@ class MembudgetResult:
             "stopped": self.stopped.value,
             "seconds": round(self.seconds, 6),
             "failures": [o.to_dict() for o in self.failures],
+            "inconclusive": [u.to_dict() for u in self.unsettled],
             "evidence": self.evidence_data,
             "settings": dict(self.settings),
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
@@ -120,6 +144,23 @@ class BudgetExceeded(AssertionError):
     def __init__(self, message: str, result: MembudgetResult | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
+    """What would settle an ambiguous budget: more iterations for a fixed count, a higher cap
+    or more time for an auto run (whichever stopped it), and an exact probe beside a coarse
+    one."""
+    remedies = []
+    if result.stopped is StopReason.FIXED:
+        remedies.append(Remedy.ITERATIONS)
+    elif result.stopped is StopReason.CAP:
+        cap = result.settings.get("max_iterations")
+        at_cap = isinstance(cap, int) and result.iterations >= cap
+        remedies.append(Remedy.MAX_ITERATIONS if at_cap else Remedy.MAX_SECONDS)
+    exact = tuple(p for p in PROBES[outcome.probe].exact if p not in result.probes)
+    if exact:
+        remedies.append(Remedy.EXACT_PROBE)
+    return Unsettled(outcome, tuple(remedies), exact)
 
 
 def probe_verdict(statuses: list[Status], finished: bool) -> ProbeVerdict:

@@ -120,6 +120,9 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
             return iteration
         checkpoint, at = step, step.at
         every = stride.rethink(m.measured)
+        # Samples until the next checkpoint: one per stride, one there, one if time runs out.
+        while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
+            every = stride.thinned()
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,

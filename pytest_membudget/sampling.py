@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_membudget.policy import RunPolicy
 from pytest_membudget.probes import Probe
 from pytest_membudget.spec import BudgetSpec
 from pytest_membudget.verdict import Verdict, judge
@@ -78,9 +79,32 @@ class Measurement:
         }
 
     def longest_tail(self) -> float:
-        run = self.spec.run
-        total = run.iterations if run.iterations is not None else run.max_iterations
+        """The judged tail of the run length the pass rule assumes."""
+        total = RunPolicy.for_run(self.spec.run).most_iterations
         return max(total - total // 2, 1)
+
+    def fits(self, samples: int) -> bool:
+        return self.rows + samples <= self.capacity
+
+    def thin(self) -> bool:
+        """Keep every other sample of the window (its first among them), in place: room for a
+        run longer than the storage was made for. Called between judgements; nothing is
+        allocated. False when there is nothing left to thin."""
+        start = self.window_start
+        if self.rows - start <= 2:
+            return False
+        kept = (self.rows - start + 1) // 2
+        # Row k takes row 2k, copied in runs [2^j, 2^(j+1)) whose sources [2^(j+1), 2^(j+2))
+        # lie beyond them: no copy overlaps, so numpy needs no temporary.
+        low = 1
+        while low < kept:
+            high = min(2 * low, kept)
+            self.x[start + low : start + high] = self.x[start + 2 * low : start + 2 * high : 2]
+            self.values[start + low : start + high] = (
+                self.values[start + 2 * low : start + 2 * high : 2])
+            low = high
+        self.rows = start + kept
+        return True
 
     def judge(self) -> Verdict:
         x, series = self.window()
@@ -166,6 +190,8 @@ class Stride:
         self.samples = 0
         self.body_total = 0.0
         self.every = 1
+        #: The narrowest stride allowed: the spacing of the window's samples once thinned.
+        self.least = 1
 
     def calibrate(self, sample_cost: float) -> None:
         """After the window's first sample, which cost ``sample_cost``."""
@@ -175,9 +201,9 @@ class Stride:
 
     def choose(self, sample_cost: float, iteration_cost: float) -> int:
         if iteration_cost <= 0 or not math.isfinite(iteration_cost):
-            return 1
+            return self.least
         wanted = math.ceil(sample_cost / (SAMPLING_OVERHEAD * iteration_cost))
-        return int(min(self.most, max(1, wanted)))
+        return int(min(max(self.most, self.least), max(self.least, wanted)))
 
     def sampled(self, cost: float, body: float) -> None:
         """A sample cost ``cost`` seconds; the workload ran ``body`` seconds since the last."""
@@ -188,6 +214,12 @@ class Stride:
     def rethink(self, measured: int) -> int:
         """At a checkpoint: the stride from the mean costs so far."""
         self.every = self.choose(self.costs / self.samples, self.body_total / measured)
+        return self.every
+
+    def thinned(self) -> int:
+        """The window's samples were thinned to every other one: so is the stride."""
+        self.least = max(self.least, self.every) * 2
+        self.every = self.least
         return self.every
 
     @staticmethod

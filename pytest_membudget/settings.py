@@ -64,7 +64,9 @@ OPTIONS: tuple[Option, ...] = (
            "5", metavar="N"),
     Option("min_iterations", "auto: measured iterations before the first judgement", "64",
            metavar="N"),
-    Option("max_iterations", "auto: most measured iterations", "2000", metavar="N"),
+    Option("max_iterations", "auto: most measured iterations, or 'none': an auto run whose "
+           "verdict is still ambiguous goes on while max_seconds allows", "none",
+           metavar="N|none"),
     Option("max_seconds", "auto: most seconds of measuring per test", "60", metavar="S"),
     Option("gc", "'collect': collect garbage before each sample so cycles awaiting the "
            "collector do not read as growth; 'off': leave the collector alone", "collect",
@@ -104,6 +106,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cuda_history", "record the CUDA allocator's history during the window, so that a "
            "failing cuda_* budget names the lines that allocated the live blocks (costly)",
            "false", kind="bool"),
+    Option("strict", "fail a test whose budget ends inconclusive (by default it passes, with "
+           "a line in the summary saying what would settle it)", "false", kind="bool"),
     Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
            "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
 )

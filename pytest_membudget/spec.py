@@ -50,6 +50,11 @@ class Budget:
 #: clean only once it has stayed flat that long, so a leak that sets in within about 400
 #: iterations is not passed unseen (leak_late_after400).
 MIN_VERDICT_ITERATIONS = 640
+#: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
+#: passes clearly when even its upper bound would not add up to one resolution step over the
+#: second half of a run this long. Sample storage for this many iterations is allocated
+#: before the window; a longer run thins its samples in place.
+REFERENCE_ITERATIONS = 2000
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,16 @@ class RunSettings:
     iterations: int | None  # None: auto
     warmup: int
     min_iterations: int
-    max_iterations: int
+    #: None: no cap on the count; an ambiguous auto run goes on while max_seconds allows.
+    max_iterations: int | None
     max_seconds: float
     gc: GcPolicy
     evidence: bool
     confidence: float
     device: str | None = None
     cuda_history: bool = False
+    #: Fail a test whose budget ends inconclusive.
+    strict: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gc", GcPolicy(self.gc))  # "off" -> OFF
@@ -191,6 +199,19 @@ def parse_iterations(value: object, where: str) -> int | None:
         ) from None
 
 
+def parse_cap(value: object, where: str) -> int | None:
+    """max_iterations: a whole number, or 'none' (no cap: max_seconds decides)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    try:
+        return positive_int("max_iterations", value, where)
+    except SpecError:
+        raise SpecError(
+            f"max_iterations={value!r} {where}: expected a whole number >= 1, or 'none' for no "
+            "cap on the count (max_seconds still bounds the run)"
+        ) from None
+
+
 def parse_seconds(name: str, value: object, where: str) -> float:
     number = value
     if isinstance(value, str):
@@ -243,13 +264,14 @@ RUN_PARSERS: dict[str, Callable[[object, str], Any]] = {
     "iterations": parse_iterations,
     "warmup": lambda value, where: positive_int("warmup", value, where),
     "min_iterations": lambda value, where: positive_int("min_iterations", value, where),
-    "max_iterations": lambda value, where: positive_int("max_iterations", value, where),
+    "max_iterations": parse_cap,
     "max_seconds": lambda value, where: parse_seconds("max_seconds", value, where),
     "gc": parse_gc,
     "evidence": lambda value, where: parse_bool("evidence", value, where),
     "confidence": parse_confidence,
     "device": parse_device,
     "cuda_history": lambda value, where: parse_bool("cuda_history", value, where),
+    "strict": lambda value, where: parse_bool("strict", value, where),
 }
 RUN_KEYS = tuple(RUN_PARSERS)
 
@@ -293,7 +315,8 @@ def build_spec(
             probe, kind, parse_quantity(PROBES[probe], kind, value, where), where
         )
     settings = RunSettings(**run)
-    if settings.iterations is None and settings.min_iterations > settings.max_iterations:
+    if (settings.iterations is None and settings.max_iterations is not None
+            and settings.min_iterations > settings.max_iterations):
         raise SpecError(
             f"min_iterations={settings.min_iterations} is above "
             f"max_iterations={settings.max_iterations} {where}"

@@ -92,3 +92,16 @@ class Change(str, Enum):
     SAME = "same"
     #: a bound of either run could not be established
     UNJUDGED = "unjudged"
+
+
+class Remedy(str, Enum):
+    """What would settle a budget that ended inconclusive."""
+
+    #: an auto run ran out of time: allow it more (max_seconds)
+    MAX_SECONDS = "max_seconds"
+    #: an auto run stopped at its max_iterations: raise it, or 'none'
+    MAX_ITERATIONS = "max_iterations"
+    #: a fixed count ended ambiguous: more iterations, or 'auto'
+    ITERATIONS = "iterations"
+    #: a coarse probe (rss, uss): budget an exact one too (the catalog names which)
+    EXACT_PROBE = "exact_probe"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from pytest_membudget.probes import Probe
@@ -108,3 +109,19 @@ def test_a_thread_leak_stops_once_it_has_grown_by_64() -> None:
     result = run_auto("threads", lambda i: 10.0 + i)
     assert result["threads"].verdict == "fail"
     assert result.iterations == 128
+
+
+def test_a_slow_leak_is_followed_past_the_reference_length_in_the_same_storage() -> None:
+    # 8 objects every 160 iterations: 0.05/iter, plain only over thousands of iterations.
+    spec = build_spec(AUTO, (), {"gc_objects": 0}, "in test")
+    scripted = Scripted("gc_objects", lambda i: 1000.0 + 8 * (i // 160))
+    m = Measurement(spec, {"gc_objects": scripted}, capacity_for(spec))
+    capacity, x = m.capacity, m.x
+    for iteration in measure(spec, {"gc_objects": scripted}, m):
+        scripted.iteration = iteration + 1
+        assert m.rows <= capacity
+    result = build_result(m)
+    assert result["gc_objects"].verdict == "fail", result["gc_objects"].ci
+    assert result.iterations > 2000 and m.x is x
+    window = result["gc_objects"].sample_iterations[result.window_start:]
+    assert np.all(np.diff(window) > 0)

@@ -101,3 +101,22 @@ def test_first_checkpoint_and_most_iterations() -> None:
     fixed = RunPolicy(fixed=50, min_iterations=64, max_iterations=2000)
     assert fixed.first() == Checkpoint(50) and fixed.most_iterations == 50
     assert RunPolicy(fixed=None, min_iterations=64, max_iterations=40).first() == Checkpoint(40)
+
+
+UNCAPPED = RunPolicy(fixed=None, min_iterations=64, max_iterations=None)
+
+
+def test_without_a_cap_an_ambiguous_run_goes_on_until_its_time_is_up() -> None:
+    seen, stop = drive(UNCAPPED, lambda n: A, out_of_time_at=20_000)
+    assert seen[-1] >= 20_000 and seen[-2] < 20_000 and stop is StopReason.CAP
+    assert seen[:10] == [64, 96, 144, 216, 324, 486, 729, 1094, 1641, 2462]
+
+
+def test_without_a_cap_a_late_failure_is_confirmed_far_past_the_reference_length() -> None:
+    seen, stop = drive(UNCAPPED, lambda n: A if n < 4000 else F)
+    assert seen[-2:] == [5540, 11080] and stop is StopReason.CLEAR
+
+
+def test_without_a_cap_the_shortest_verdict_and_the_storage_are_the_reference_length() -> None:
+    assert drive(UNCAPPED, lambda n: P) == ([64, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+    assert UNCAPPED.most_iterations == 2000 and not UNCAPPED.capped
