@@ -20,7 +20,8 @@ from pytest_membudget.sampling import Measurement
 from pytest_membudget.settings import default_run
 from pytest_membudget.spec import build_spec
 
-PROBES = ("rss", "uss", "heap", "gc_objects", "threads", "fds", "iter_time")
+PROBES = ("rss", "uss", "heap", "malloc", "py_blocks", "gc_objects", "threads", "fds",
+          "iter_time")
 
 
 def spin(seconds: float) -> None:
@@ -52,6 +53,21 @@ def sample_costs(reads: int = 2000) -> list[tuple[str, float]]:
     return rows
 
 
+def py_blocks_on_a_large_heap(objects: int = 2_000_000, reads: int = 200) -> float:
+    """One py_blocks read with ``objects`` more small objects alive (its cost grows with the
+    interpreter's arenas)."""
+    keep = [str(i) for i in range(objects)]
+    probe = create("py_blocks")
+    probe.start()
+    begin = time.perf_counter()
+    for _ in range(reads):
+        probe.read()
+    seconds = (time.perf_counter() - begin) / reads
+    probe.stop()
+    del keep
+    return seconds
+
+
 def run_once(per_iteration: float, budgets: dict[str, object],
              iterations: int | str) -> tuple[float, float, int, int]:
     spec = build_spec(default_run(), (), {**budgets, "iterations": iterations}, "in bench")
@@ -79,6 +95,7 @@ def main() -> None:
     print(f"  {'probe':<26}{'µs':>10}")
     for name, seconds in sample_costs():
         print(f"  {name:<26}{seconds * 1e6:>10.1f}")
+    print(f"  {'py_blocks, 2M more objects':<26}{py_blocks_on_a_large_heap() * 1e6:>10.1f}")
 
     print("\nWhole run against a bare loop of the same iterations "
           f"(median of {args.repeats}; workload = busy loop)")

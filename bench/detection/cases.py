@@ -684,15 +684,19 @@ def missing_requirements(case: Case) -> list[str]:
     return [module for module in case.needs if importlib.util.find_spec(module) is None]
 
 
-def select(patterns: str | None) -> list[Case]:
-    """Cases whose name matches any comma-separated fnmatch pattern (or substring)."""
+def select(patterns: str | None, *, heldout: bool = False) -> list[Case]:
+    """Cases whose name matches any comma-separated fnmatch pattern (or substring): of the
+    corpus, or of the held-out cases (``heldout``)."""
     import fnmatch
 
+    from bench.detection.heldout import HELDOUT
+
+    pool = [c for c in CASES.values() if (HELDOUT in c.tags) == heldout]
     if not patterns:
-        return list(CASES.values())
+        return pool
     wanted = [p.strip() for p in patterns.split(",") if p.strip()]
     chosen = []
-    for case in CASES.values():
+    for case in pool:
         for pattern in wanted:
             if fnmatch.fnmatchcase(case.name, pattern) or (
                 not any(ch in pattern for ch in "*?[") and pattern in case.name
@@ -700,3 +704,8 @@ def select(patterns: str | None) -> list[Case]:
                 chosen.append(case)
                 break
     return chosen
+
+
+# The held-out cases register themselves in CASES (tagged "heldout"), so that the generated
+# tests and the bare loops find them by name; select() keeps them apart from the corpus.
+import bench.detection.heldout  # noqa: E402, F401

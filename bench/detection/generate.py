@@ -143,7 +143,7 @@ def threshold_label(threshold: str) -> str:
 
 def write_suite(directory: Path, root: str, cases: Sequence[Case], *, memray_thresholds:
                 Iterable[str] = (), memray_iterations: int = 200,
-                evidence: bool = True) -> None:
+                evidence: bool = True, budgets: str = BUDGETS) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     # An ini file here makes this directory the rootdir: the repository's own pytest settings
     # do not apply, so the plugin runs with its defaults.
@@ -151,8 +151,8 @@ def write_suite(directory: Path, root: str, cases: Sequence[Case], *, memray_thr
     (directory / "conftest.py").write_text(_CONFTEST.format(root=root, results=RESULTS_FILE))
     body = _DETECTION_HEAD.format()
     for case in cases:
-        budgets = BUDGETS if evidence else BUDGETS + ", evidence=False"
-        body += _DETECTION_TEST.format(name=case.name, budgets=budgets)
+        marker = budgets if evidence else budgets + ", evidence=False"
+        body += _DETECTION_TEST.format(name=case.name, budgets=marker)
     (directory / "test_detection.py").write_text(body)
     thresholds = list(memray_thresholds)
     if thresholds:

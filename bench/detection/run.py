@@ -29,7 +29,7 @@ if __package__ in (None, ""):  # run as a script: python bench/detection/run.py
 
 from bench.detection.cases import Case, select
 from bench.detection.compare import compare, load_previous
-from bench.detection.generate import write_suite
+from bench.detection.generate import BUDGETS, write_suite
 from bench.detection.reporting import print_report, summarise, wrong
 from bench.detection.running import (
     _FROZEN,
@@ -50,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5,
                         help="runs of each case (default 5); verdict flips are counted over them")
+    parser.add_argument("--heldout", action="store_true",
+                        help="run the held-out cases (bench/detection/heldout.py) instead of "
+                             "the corpus: cases never used to tune the verdict's rules")
+    parser.add_argument("--budgets", default=BUDGETS,
+                        help=f"the marker's budgets for every case (default {BUDGETS!r})")
     parser.add_argument("--cases", default=None,
                         help="comma-separated names, substrings or fnmatch patterns")
     parser.add_argument("-n", dest="workers", type=int, default=None,
@@ -85,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ("--timeout", args.timeout)):
         if value is not None and value <= 0:
             parser.error(f"{name} must be positive, not {value}")
-    cases = select(args.cases)
+    cases = select(args.cases, heldout=args.heldout)
     if not cases:
         parser.error(f"no case matches {args.cases!r}")
     previous = None
@@ -104,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     directory = Path(tempfile.mkdtemp(prefix="membudget-detection-"))
     write_suite(directory, ROOT, cases, memray_thresholds=thresholds if args.memray else (),
-                memray_iterations=args.memray_iterations, evidence=not args.no_evidence)
+                memray_iterations=args.memray_iterations, evidence=not args.no_evidence,
+                budgets=args.budgets)
     print(f"generated suite in {directory}", file=log)
     if args.plugin_from:
         _FROZEN.append(str(Path(args.plugin_from).resolve()))
@@ -121,6 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.no_evidence:
             mode += ", evidence off"
         runs = run_serial(directory, cases, args.repeats, args.timeout, log)
+    if args.heldout:
+        mode += ", held-out cases"
+    if args.budgets != BUDGETS:
+        mode += f", budgets {args.budgets}"
     detection_seconds = time.perf_counter() - started
     bare = {} if args.no_bare else run_bare(cases, runs, args.timeout, log)
     memray = run_memray(directory, cases, thresholds, args.timeout, log) if args.memray \

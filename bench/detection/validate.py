@@ -52,11 +52,12 @@ def judge(case_name: str, data: dict) -> tuple[bool, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=None)
+    parser.add_argument("--heldout", action="store_true", help="check the held-out cases")
     parser.add_argument("--iterations", type=int, default=2000)
     args = parser.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     bad = 0
-    for case in select(args.cases):
+    for case in select(args.cases, heldout=args.heldout):
         if missing_requirements(case):
             print(f"{case.name:32s} skipped (missing {missing_requirements(case)})")
             continue
