@@ -45,6 +45,8 @@ def test_every_option_is_covered_here() -> None:
     # compare, compare_fail), test_gating_plot.py (plot).
     tested |= {"json", "json_samples", "storage", "save", "save_overwrite", "autosave",
                "compare", "compare_fail", "plot"}
+    # test_inconclusive.py reads strict from the flag, the ini key and the marker.
+    tested |= {"strict"}
     assert {o.key for o in OPTIONS} <= tested
 
 
