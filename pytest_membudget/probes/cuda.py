@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_membudget.probes import Probe
+
+if TYPE_CHECKING:
+    from pytest_membudget.probes.cudahistory import History
 
 #: probe name -> key in torch.cuda.memory_stats()
 STAT_KEYS: dict[str, str] = {
@@ -119,7 +122,7 @@ class DeviceStats:
         self.sync_users = 0
         self.ready = False
         self.clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-        self.history: Any = None
+        self.history: History | None = None
 
     @classmethod
     def acquire(cls, device: str | None, reads_stats: bool, syncs: bool) -> DeviceStats:
