@@ -77,7 +77,7 @@ for key in sorted(os.environ):
         print(f"env {key}={os.environ[key]}")
 PYEOF
 env_rc=$?
-nvidia-smi >> "$OUT/00_env.txt" 2>&1 || true
+command -v nvidia-smi > /dev/null && nvidia-smi >> "$OUT/00_env.txt" 2>&1
 cat "$OUT/00_env.txt"
 if [ "$env_rc" -ne 0 ]; then
     echo "FATAL: $PY has no usable torch with a CUDA device (see $OUT/00_env.txt)" | tee -a "$SUMMARY"
