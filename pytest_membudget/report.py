@@ -214,6 +214,10 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: "
                   f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks ({b['pool']} pool)"
                   for b in evidence["cuda_blocks"]]
+    elif "cuda_blocks" in evidence:
+        lines.append("  allocator history: no block allocated in the window is still live")
+    if evidence.get("cuda_history"):
+        lines.append(f"  no CUDA allocator history: {evidence['cuda_history']}")
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
