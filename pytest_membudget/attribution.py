@@ -19,6 +19,7 @@ from collections.abc import Generator
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.taskevidence import TaskWatch
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
@@ -65,13 +66,18 @@ def collect(
     what grew during them; then, when a growing line is in a library, a few more with deeper
     tracebacks to find the user's line that called it."""
     memory = any(PROBES[name].traced_evidence for name in failing)
+    # Made before the objects are counted, so that its own few objects never read as growth.
+    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
     types_before = type_counts() if memory else Counter()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
         tracemalloc.start(TRACE_FRAMES)
+    extra = 0
     try:
+        if tasks is not None:
+            tasks.track()
         before = tracemalloc.take_snapshot() if memory else None
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
@@ -83,7 +89,6 @@ def collect(
         del before
         wanted = {(s["file"], s["line"]) for s in sites
                   if s["via"] is None and _is_library(s["file"])}
-        extra = 0
         if wanted and own_tracer:
             tracemalloc.stop()
             tracemalloc.start(CALLER_FRAMES)
@@ -93,6 +98,8 @@ def collect(
     finally:
         if own_tracer:
             tracemalloc.stop()
+        if tasks is not None:
+            tasks.stop()
     if memory:
         gc.collect()
         # The evidence's own bookkeeping must not read as growth.
@@ -120,6 +127,8 @@ def collect(
         for t in threading.enumerate() if t.ident not in threads_before
     ][:TOP]
     result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
+    if tasks is not None:
+        result["tasks"] = tasks.new_tasks(done + extra)
     return result
 
 
@@ -153,6 +162,11 @@ def callers(wanted: set[tuple[str, int]],
 
 def _is_own(filename: str) -> bool:
     return any(part in filename for part in _SKIP_PARTS)
+
+
+def is_user_frame(filename: str) -> bool:
+    """A frame of the user's own code: neither a library's, nor pytest's, nor this plugin's."""
+    return not _is_library(filename) and not _is_own(filename)
 
 
 def growing_sites(
