@@ -83,7 +83,7 @@ def figures(document: Mapping[str, Any], left_out: list[tuple[str, str]]) -> Ite
                                    "figures are partial"))
             continue
         for probe, probe_data in data.get("probes", {}).items():
-            lower, upper = (list(probe_data.get("ci") or []) + [None, None])[:2]
+            lower, upper = [*(probe_data.get("ci") or []), None, None][:2]
             found = Figures(test, probe, str(probe_data.get("unit", "")),
                             _number(probe_data.get("slope")), _number(lower), _number(upper),
                             _number(probe_data.get("peak")), data, probe_data)

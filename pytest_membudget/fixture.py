@@ -233,6 +233,7 @@ class MemBudget:
         if inspect.iscoroutine(awaitable):
             awaitable.close()  # the error says it all; no 'never awaited' warning on top
         self._used = True  # the test meant to measure: one error is enough, not a second
+        self._measurement = None  # nothing was measured worth showing beside the error
         pytest.fail(f"{self.test}: {message}", pytrace=False)
 
     def async_test(self, body: Callable[..., Any], *,

@@ -33,7 +33,7 @@ async def worker():
 
 async def object_leak():
     await asyncio.sleep(0)
-    KEEP.append({"n": len(KEEP)})
+    KEEP.append([len(KEEP)])
 
 
 async def task_leak():
@@ -107,7 +107,11 @@ EXPECTED = {"object_leak": ("failed", "gc_objects", "fail"),
             "clean": ("passed", "asyncio_tasks", "pass")}
 
 
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
 def write_suites(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
     pytester.makeconftest(RECORDER)
     for plugin, header in PLUGINS.items():
         pytester.makepyfile(**{f"test_{plugin}_work": WORKLOADS + "\n\n" + header})
@@ -211,6 +215,7 @@ def test_every_sample_was_taken_between_the_awaits():
 
 
 def test_samples_are_taken_between_the_awaits_never_inside(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
     pytester.makepyfile(test_inside=SAMPLED_INSIDE)
     done, _ = run(pytester)
     assert "4 passed" in done.stdout, done.stdout + done.stderr

@@ -38,7 +38,7 @@ def no_unawaited_warning(result: pytest.RunResult) -> None:
     ("membudget.run(work())", "*membudget.run() takes the function to repeat, and got the "
                               "coroutine work(...), which can be awaited only once; pass the "
                               "async function itself: `await membudget.arun(work, ...)`*"),
-    ("membudget.run(lambda: work())", "*membudget.run() called <lambda>, which returned "
+    ("membudget.run(lambda: work())", "*membudget.run() called *<lambda>, which returned "
                                       "coroutine work: run() does not await it*"),
     ("membudget.arun(work)", "*membudget.arun() awaits the workload in the running asyncio "
                              "event loop, and no loop runs here; write `await membudget.arun"
