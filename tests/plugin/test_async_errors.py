@@ -21,7 +21,7 @@ def step():
 
 def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     pytester.makepyfile(HEADER + source)
-    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     return result
 
@@ -77,7 +77,7 @@ async def test_mistake(membudget):
 
 def test_asyncio_tasks_where_no_loop_runs_says_why(pytester: pytest.Pytester) -> None:
     result = run(pytester, """
-@pytest.mark.membudget(asyncio_tasks=0, heap=0, iterations=40, warmup=1)
+@pytest.mark.membudget(heap=0, asyncio_tasks=0, iterations=40, warmup=1)
 def test_sync(membudget):
     membudget.run(step)
 
