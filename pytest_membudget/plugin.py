@@ -206,7 +206,8 @@ def pytest_runtest_makereport(
     if left_early:
         report.outcome = "failed"
         report.longrepr = (
-            f"{item.nodeid}: the membudget.iterate() loop was left before the run finished "
+            f"{item.nodeid}: the membudget.iterate() (or aiterate()) loop was left before the "
+            "run finished "
             f"({data['iterations'] if data else 0} measured iterations), so nothing was judged; "
             "let the loop run to its end instead of breaking out of it"
         )

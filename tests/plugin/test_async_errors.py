@@ -129,3 +129,22 @@ async def test_agen():
     assert result.ret != 0 and "passed" not in result.stdout.lines[-1]
     result.stdout.fnmatch_lines(["*test_agen: the membudget marker cannot repeat an async "
                                  "generator test*"])
+
+
+def test_leaving_the_aiterate_loop_early_is_a_failure(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+@pytest.mark.asyncio
+@pytest.mark.membudget(gc_objects=0)
+async def test_left(membudget):
+    async for i in membudget.aiterate():
+        if i == 3:
+            break
+        await work()
+
+def test_collector_released():
+    import gc
+    assert gc.get_freeze_count() == 0
+""")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*test_left: the membudget.iterate() (or aiterate()) loop was "
+                                 "left before the run finished*"])
