@@ -20,6 +20,7 @@ from itertools import filterfalse
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.taskevidence import TaskWatch
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
@@ -71,6 +72,8 @@ def collect(
     tracebacks to find the user's line that called it."""
     started = time.perf_counter()
     memory = any(PROBES[name].traced_evidence for name in failing)
+    # Made before the objects are counted, so that its own few objects never read as growth.
+    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
     types_before = type_counts() if memory else Counter()
@@ -80,7 +83,10 @@ def collect(
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
         tracemalloc.start(TRACE_FRAMES)
+    extra = 0
     try:
+        if tasks is not None:
+            tasks.track()
         before = tracemalloc.take_snapshot() if memory else None
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
@@ -95,7 +101,6 @@ def collect(
         del before
         library = [s for s in sites if s["via"] is None and _is_library(s["file"])]
         wanted = {(s["file"], s["line"]) for s in library}
-        extra = 0
         if wanted and own_tracer:
             tracemalloc.stop()
             tracemalloc.start(CALLER_FRAMES)
@@ -108,6 +113,8 @@ def collect(
         if own_tracer:
             tracemalloc.stop()
         gc.unfreeze()
+        if tasks is not None:
+            tasks.stop()
     if memory:
         # The evidence's own bookkeeping must not read as growth. (The collection before the
         # last snapshot already ran; what was made since is freed by reference counting.)
@@ -132,6 +139,8 @@ def collect(
         for t in threading.enumerate() if t.ident not in threads_before
     ][:TOP]
     result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
+    if tasks is not None:
+        result["tasks"] = tasks.new_tasks(done + extra)
     # Everything the evidence took: reruns, collections, snapshots and counts.
     result["seconds"] = round(time.perf_counter() - started, 6)
     return result
@@ -175,6 +184,11 @@ def callers(wanted: set[tuple[str, int]],
 
 def _is_own(filename: str) -> bool:
     return any(part in filename for part in _SKIP_PARTS)
+
+
+def is_user_frame(filename: str) -> bool:
+    """A frame of the user's own code: neither a library's, nor pytest's, nor this plugin's."""
+    return not _is_library(filename) and not _is_own(filename)
 
 
 def growing_sites(

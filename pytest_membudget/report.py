@@ -209,6 +209,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         lines.append("  threads started and still alive:")
         lines += [f"    {t['name']} (target {t['target']}, daemon={t['daemon']})"
                   for t in evidence["threads"]]
+    if "tasks" in evidence:
+        lines += task_lines(evidence["tasks"])
     if evidence.get("cuda_blocks"):
         lines.append("  live CUDA blocks allocated in the window (allocator history):")
         lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: "
@@ -221,6 +223,22 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
+    return lines
+
+
+def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
+    """The asyncio tasks started during the evidence rerun and still pending."""
+    if not tasks:
+        return ["  no asyncio task started during these iterations is still pending"]
+    lines = ["  asyncio tasks started and still pending:"]
+    for t in tasks:
+        where = [f"{_short(t[k + '_file'])}:{t[k + '_line']}" if k + "_file" in t else "?"
+                 for k in ("defined", "waiting", "created")]
+        lines.append(f"    {t['count']} x {t['coroutine']} ({t['per_iter']}/iter), defined at "
+                     f"{where[0]}, waiting at {where[1]}, created at {where[2]}"
+                     + (f" in {t['created_function']}" if t.get("created_function") else ""))
+        if t.get("created_code"):
+            lines.append(f"        {t['created_code']}")
     return lines
 
 

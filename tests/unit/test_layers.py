@@ -18,10 +18,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary",),
     ("catalog", "spec", "settings"),
     ("fit", "verdict"),
-    ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence"),
+    ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence", "taskevidence"),
     ("results", "baseline"),
     ("report", "comparetext", "jsonreport", "plots", "storage", "gating",
-     "distributed"),
+     "distributed", "exporters"),
     ("plugin", "fixture", "cli", "__init__", "__main__"),
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
