@@ -35,7 +35,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def show(args: argparse.Namespace) -> int:
-    from pytest_membudget.report import summary_table
+    from pytest_membudget.summary import summary_table
 
     document = _load(args.report)
     machine = document.get("machine", {})

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_membudget.report import budget_text, fmt, stopped_text
+from pytest_membudget.figures import budget_text, fmt, stopped_text
 from pytest_membudget.vocabulary import StopReason
 
 BENCHER = "bencher"

@@ -197,7 +197,7 @@ def pytest_runtest_makereport(
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
     if data is not None:
-        from pytest_membudget.report import junit_properties
+        from pytest_membudget.summary import junit_properties
 
         item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield
@@ -238,7 +238,7 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.report import inconclusive_summary, summary_table
+    from pytest_membudget.summary import inconclusive_summary, summary_table
 
     results = config.stash.get(REPORTS_KEY, [])
     lines = summary_table(results, config.get_verbosity())

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fit", "verdict"),
     ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence", "taskevidence"),
     ("results", "baseline"),
-    ("report", "comparetext", "jsonreport", "plots", "storage", "gating",
+    ("figures", "report", "summary", "comparetext", "jsonreport", "plots", "storage", "gating",
      "distributed", "exporters"),
     ("plugin", "fixture", "cli", "__init__", "__main__"),
 )
