@@ -50,6 +50,16 @@ def test_every_option_is_covered_here() -> None:
     assert {o.key for o in OPTIONS} <= tested
 
 
+def test_every_run_key_is_an_option_and_reads_its_default() -> None:
+    from pytest_membudget.settings import default_run
+    from pytest_membudget.spec import RUN_KEYS, RunSettings
+
+    assert set(RUN_KEYS) == set(RunSettings.__dataclass_fields__)
+    assert set(RUN_KEYS) <= {o.key for o in OPTIONS}
+    run = default_run()
+    assert run.iterations is None and run.max_iterations is None and run.strict is False
+
+
 def test_ini_iterations_and_warmup(pytester: pytest.Pytester, recorded) -> None:
     ini(pytester, iterations="17", warmup="3")
     data = run_settings(pytester, recorded)
