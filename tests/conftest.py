@@ -1,1 +1,17 @@
+from __future__ import annotations
+
+import pytest
+
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def inner_runs_in_file_order(request: pytest.FixtureRequest,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner pytest runs of the plugin's tests run their tests in file order, whatever
+    reordering plugin is installed (several check what one test left for the next); a test
+    about reordering turns it back on. Set after pytester's own setup, which clears
+    PYTEST_ADDOPTS."""
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
