@@ -128,6 +128,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)
+    lines += process_lines(result.evidence_data)
     lines += evidence_lines(result.evidence_data)
     return "\n".join(lines)
 
@@ -159,6 +160,60 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
         return []
     header = ("CUDA pool", "active bytes", "slope", "active blocks", "slope")
     return ["", *("  " + line for line in table(rows, header))]
+
+
+#: Widest command line shown in a process table.
+COMMAND_WIDTH = 60
+PROCESS_HEADER = ("pid", "process", "first -> last", "slope", "")
+_PROCESS_FIGURES = {"uss": "USS", "pss": "PSS"}
+
+
+def process_lines(evidence: dict[str, Any]) -> list[str]:
+    """The process-tree probes' tables: each descendant's first and last figure and its
+    slope, most growth first; the processes that ended during the window are marked."""
+    lines: list[str] = []
+    for probe, found in evidence.get("processes", {}).items():
+        figure = _PROCESS_FIGURES.get(found.get("figure", ""))
+        if figure:
+            title = (f"{probe}: {figure} of each process over the window, most growth "
+                     "first")
+        else:
+            title = (f"{probe}: processes started during the window ({found['started']} "
+                     f"started, {found['ended']} ended, {found['alive']} alive at its end)")
+        rows = [_process_row(probe, row) for row in found.get("rows", ())]
+        lines += ["", f"  {title}"]
+        if not rows:
+            lines.append("    (none)")
+        lines += ["    " + line for line in table(rows, PROCESS_HEADER)] if rows else []
+        notes = []
+        if figure and found.get("ended"):
+            notes.append(f"{found['ended']} process(es) ended during the window (rows marked "
+                         "'ended': their last figure is their last sample)")
+        if found.get("not_shown"):
+            notes.append(f"{found['not_shown']} more not shown")
+        lines += [f"    {note}" for note in notes]
+    return lines
+
+
+def _process_row(probe: str, row: dict[str, Any]) -> tuple[str, ...]:
+    name = "this test's process" if row.get("root") else str(row.get("name", ""))
+    command = str(row.get("command", ""))
+    if command and command != name:
+        name = f"{name}: {command}"
+    if len(name) > COMMAND_WIDTH:
+        name = name[: COMMAND_WIDTH - 3] + "..."
+    change = "-"
+    if row.get("first") is not None:
+        change = f"{fmt(probe, row['first'])} -> {fmt(probe, row['last'])}"
+    slope = row.get("slope")
+    slope_text = "-" if slope is None else ("+" if slope > 0 else "") + fmt(
+        probe, slope, per_iter=True)
+    notes = []
+    if row.get("started_in_window"):
+        notes.append(f"started at iteration {row['first_iteration']}")
+    if row.get("ended"):
+        notes.append(f"ended after iteration {row['last_iteration']}")
+    return (str(row.get("pid", "")), name, change, slope_text, ", ".join(notes))
 
 
 def series_lines(result: MembudgetResult) -> list[str]:
