@@ -1,10 +1,11 @@
 """Overhead of pytest-membudget: cost of one sample per probe, and whole runs against a bare
 loop of the same iterations; the process-tree probes with 4 worker processes alive.
 
-    python bench/overhead.py [--repeats 3] [--torch]
+    python bench/overhead.py [--repeats 3] [--torch] [--tree-only]
 
 ``--torch`` imports torch first, so that the workers are forked from a process the size of
 a training job's (their page tables, which smaps_rollup walks, are that size too).
+``--tree-only`` measures only the process-tree probes.
 
 Prints figures; asserts nothing (timing targets live here, never in tests).
 """
@@ -152,15 +153,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--torch", action="store_true",
                         help="import torch first (workers forked from a training-size process)")
+    parser.add_argument("--tree-only", action="store_true",
+                        help="only the process-tree probes (children, children_uss, tree_pss)")
     args = parser.parse_args()
     if args.torch:
         import torch  # noqa: F401
 
     print("Cost of one sample")
     print(f"  {'probe':<32}{'µs':>10}")
-    for name, seconds in [*sample_costs(), *tree_sample_costs()]:
+    costs = tree_sample_costs() if args.tree_only else [*sample_costs(), *tree_sample_costs()]
+    for name, seconds in costs:
         print(f"  {name:<32}{seconds * 1e6:>10.1f}")
-    print(f"  {'py_blocks, 2M more objects':<32}{py_blocks_on_a_large_heap() * 1e6:>10.1f}")
+    if not args.tree_only:
+        print(f"  {'py_blocks, 2M more objects':<32}"
+              f"{py_blocks_on_a_large_heap() * 1e6:>10.1f}")
 
     print("\nWhole run against a bare loop of the same iterations "
           f"(median of {args.repeats}; workload = busy loop)")
@@ -173,6 +179,8 @@ def main() -> None:
         f"tree probes, {WORKERS} workers": {"children": 0, "children_uss": 0, "tree_pss": 0},
     }
     for label, budgets in budget_sets.items():
+        if args.tree_only and "children" not in budgets:
+            continue
         alive = workers() if "children" in budgets else contextlib.nullcontext()
         with alive:
             run_set(label, budgets, args.repeats)

@@ -181,10 +181,13 @@ def process_lines(evidence: dict[str, Any]) -> list[str]:
             title = (f"{probe}: processes started during the window ({found['started']} "
                      f"started, {found['ended']} ended, {found['alive']} alive at its end)")
         rows = [_process_row(probe, row) for row in found.get("rows", ())]
+        if not figure:  # a count: no figure per process, only when each came and went
+            rows = [(pid, name, note) for pid, name, _, _, note in rows]
+        header = PROCESS_HEADER if figure else (PROCESS_HEADER[0], PROCESS_HEADER[1], "")
         lines += ["", f"  {title}"]
         if not rows:
             lines.append("    (none)")
-        lines += ["    " + line for line in table(rows, PROCESS_HEADER)] if rows else []
+        lines += ["    " + line for line in table(rows, header)] if rows else []
         notes = []
         if figure and found.get("ended"):
             notes.append(f"{found['ended']} process(es) ended during the window (rows marked "
@@ -198,7 +201,9 @@ def process_lines(evidence: dict[str, Any]) -> list[str]:
 def _process_row(probe: str, row: dict[str, Any]) -> tuple[str, ...]:
     name = "this test's process" if row.get("root") else str(row.get("name", ""))
     command = str(row.get("command", ""))
-    if command and command != name:
+    if row.get("forked"):
+        name += " (forked from the test's process)"
+    elif command and command != name:
         name = f"{name}: {command}"
     if len(name) > COMMAND_WIDTH:
         name = name[: COMMAND_WIDTH - 3] + "..."
@@ -272,7 +277,9 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
-    return lines
+    # A rerun with nothing to show (an untraced probe failed; no thread nor descriptor was
+    # left open) gets no heading of its own.
+    return lines if len(lines) > 2 else []
 
 
 def _short(path: str) -> str:

@@ -136,24 +136,30 @@ class ProcessLog:
             records = sorted((r for r in records if r.born), key=lambda r: (r.ended, r.first[0]))
         else:
             records.sort(key=lambda r: r.growth(column), reverse=True)
-        names = _multiprocessing_names()
-        rows = [{
-            "pid": r.pid, "name": names.get(r.pid, r.name), "command": _command(r),
-            "first": r.first[column] if column else None,
-            "last": r.last[column] if column else None,
-            "first_iteration": r.first[0], "last_iteration": r.last[0],
-            "slope": r.slope(column) if column else None,
-            "started_in_window": r.born, "ended": r.ended, "root": r.root,
-        } for r in records[:TABLE_ROWS]]
+        names, own = _multiprocessing_names(), _command(self.root)
+        rows = []
+        for r in records[:TABLE_ROWS]:
+            command = "" if r.ended else _command(r.pid)
+            rows.append({
+                "pid": r.pid, "name": names.get(r.pid, r.name), "command": command,
+                # forked without exec: its command line is the test process's own
+                "forked": bool(command) and command == own and not r.root,
+                "first": r.first[column] if column else None,
+                "last": r.last[column] if column else None,
+                "first_iteration": r.first[0], "last_iteration": r.last[0],
+                "slope": r.slope(column) if column else None,
+                "started_in_window": r.born, "ended": r.ended, "root": r.root,
+            })
         return {"figure": ("count", "uss", "pss")[column], "rows": rows,
                 "not_shown": len(records) - len(rows),
                 "alive": sum(not r.root for r in self.live.values()),
                 "started": self.started_total, "ended": self.ended_total}
 
 
-def _command(record: ProcessRecord) -> str:
-    """The command line of a process still alive ("" once it has gone)."""
-    raw = None if record.ended else read_proc(f"{PROC}/{record.pid}/cmdline")
+def _command(pid: int) -> str:
+    """The command line of a process ("" once it has gone). A child forked without exec
+    has its parent's."""
+    raw = read_proc(f"{PROC}/{pid}/cmdline")
     return raw.replace(b"\0", b" ").decode(errors="replace").strip() if raw else ""
 
 

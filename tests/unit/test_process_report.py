@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.report import process_lines
+from pytest_membudget.report import evidence_lines, process_lines
 
 KIB = 1024
 
@@ -48,6 +48,25 @@ def test_the_count_table_lists_the_processes_started_in_the_window() -> None:
     assert "30 more not shown" in text
 
 
+def test_a_worker_forked_without_exec_is_named_so_not_by_the_test_command() -> None:
+    evidence = {"processes": {"children_uss": {
+        "figure": "uss", "alive": 1, "started": 0, "ended": 0, "not_shown": 0,
+        "rows": [row(4121, 1200 * KIB, 43000 * KIB, 64 * KIB, forked=True,
+                     name="ForkPoolWorker-1")]}}}
+    text = "\n".join(process_lines(evidence))
+    assert "ForkPoolWorker-1 (forked from the test's process)" in text
+    assert "python -m pytest" not in text
+
+
+def test_the_count_table_has_no_figure_columns() -> None:
+    evidence = {"processes": {"children": {
+        "figure": "count", "alive": 1, "started": 1, "ended": 0, "not_shown": 0,
+        "rows": [row(5000, None, None, None, started_in_window=True, first_iteration=7)]}}}
+    lines = process_lines(evidence)
+    header = next(line for line in lines if line.split()[:1] == ["pid"])
+    assert "first -> last" not in header and "slope" not in header
+
+
 def test_the_test_process_is_named_as_such_in_the_pss_table() -> None:
     evidence = {"processes": {"tree_pss": {
         "figure": "pss", "alive": 0, "started": 0, "ended": 0, "not_shown": 0,
@@ -59,3 +78,10 @@ def test_the_test_process_is_named_as_such_in_the_pss_table() -> None:
 def test_no_process_evidence_no_lines() -> None:
     assert process_lines({}) == []
     assert process_lines({"sites": []}) == []
+
+
+def test_a_rerun_with_nothing_to_show_adds_no_heading() -> None:
+    # children_uss is not traced: its rerun finds no sites, and here no thread or descriptor.
+    assert evidence_lines({"iterations": 8, "seconds": 0.1, "threads": [], "fds": []}) == []
+    assert evidence_lines({"iterations": 8, "fds": ["12 -> pipe:[1]"]})[1] == (
+        "Evidence from 8 more iterations:")
