@@ -92,7 +92,8 @@ PROBES: dict[str, ProbeInfo] = {
                   "parent)", floor=RSS_FLOOR),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
-                  "the job's footprint, each shared page split among its sharers",
+                  "the job's footprint, each shared page split among its sharers (anonymous "
+                  "and shared memory; file pages left out)",
                   floor=RSS_FLOOR, traced_evidence=True),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),

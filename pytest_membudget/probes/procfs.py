@@ -79,14 +79,23 @@ def parse_stat(raw: bytes) -> tuple[bytes, bytes, int, int]:
 
 
 def parse_rollup(raw: bytes) -> tuple[int, int]:
-    """(USS, PSS) in bytes from /proc/<pid>/smaps_rollup (figures in kB)."""
-    uss = pss = 0
+    """(USS, PSS of anonymous and shared memory) in bytes from /proc/<pid>/smaps_rollup
+    (figures in kB). File pages (code, libraries, mapped files) are left out of the PSS:
+    their share moves whenever any process on the machine maps or unmaps the same file,
+    by megabytes where other Python processes load the same libraries. Kernels before 5.7
+    do not split the PSS: there it is the whole PSS."""
+    uss = pss = anon = shmem = 0
+    split = False
     for line in raw.split(b"\n"):
         if line.startswith(PRIVATE_FIELDS):
             uss += int(line.split()[1])
         elif line.startswith(b"Pss:"):
             pss = int(line.split()[1])
-    return uss * 1024, pss * 1024
+        elif line.startswith(b"Pss_Anon:"):
+            anon, split = int(line.split()[1]), True
+        elif line.startswith(b"Pss_Shmem:"):
+            shmem = int(line.split()[1])
+    return uss * 1024, (anon + shmem if split else pss) * 1024
 
 
 def children_files_exist() -> bool:

@@ -319,7 +319,8 @@ class ChildrenUssProbe(ProcessTreeProbe):
 
 class TreePssProbe(ProcessTreeProbe):
     """PSS of the test's process plus its live descendants: each shared page split among the
-    processes that map it, so copy-on-write pages are not counted twice."""
+    processes that map it, so copy-on-write pages are not counted twice. Anonymous and shared
+    memory only, where the kernel splits the PSS (see :func:`procfs.parse_rollup`)."""
 
     name = "tree_pss"
     memory = True

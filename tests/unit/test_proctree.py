@@ -115,6 +115,14 @@ def test_parse_rollup_sums_the_private_lines_for_uss() -> None:
     assert procfs.parse_rollup(raw) == (400 * 1024, 700 * 1024)
 
 
+def test_the_pss_leaves_file_pages_out_where_the_kernel_splits_it() -> None:
+    split = (b"Rss: 900 kB\nPss: 700 kB\nPss_Anon: 500 kB\nPss_File: 150 kB\n"
+             b"Pss_Shmem: 50 kB\nPrivate_Dirty: 400 kB\n")
+    assert procfs.parse_rollup(split) == (400 * 1024, 550 * 1024)
+    whole = b"Rss: 900 kB\nPss: 700 kB\nPrivate_Dirty: 400 kB\n"  # before Linux 5.7
+    assert procfs.parse_rollup(whole) == (400 * 1024, 700 * 1024)
+
+
 def test_the_live_set_at_one_sample(fake: FakeProc) -> None:
     fake.process(2000, ROOT, uss_kib=100, pss_kib=150)
     fake.process(2001, ROOT, uss_kib=200, pss_kib=300)
