@@ -147,7 +147,8 @@ class ProbeSet:
         return found
 
     def evidence(self, failing: set[str]) -> dict[str, Any]:
-        """What the failing probes' own sources tell (the CUDA allocator's history)."""
+        """What the failing probes' own sources tell (the CUDA allocator's history, the process
+        tree's tables)."""
         gathered: dict[str, Any] = {}
         for name in sorted(failing):
             for key, value in (self.probes[name].evidence() or {}).items():

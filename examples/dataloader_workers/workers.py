@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from torch.utils.data import DataLoader, Dataset
 
-#: One observation as stored (uint8) and as decoded for the learner (float32: 16 KiB).
-FRAME_SHAPE = (64, 64)
+#: One observation as stored (uint8) and as decoded for the learner (float32: 4 KiB).
+FRAME_SHAPE = (32, 32)
 #: Indices of a stream that never ends within a test: every batch asks for new ones.
 STREAM_LENGTH = 10_000_000
 
@@ -90,7 +90,7 @@ class FrameLoader:
     """Batches from a DataLoader; one step = one batch. Persistent workers (the default
     here) serve every batch; without, each pass over the dataset starts new workers."""
 
-    def __init__(self, dataset: Frames, workers: int = 2, batch_size: int = 8,
+    def __init__(self, dataset: Frames, workers: int = 2, batch_size: int = 4,
                  persistent: bool = True) -> None:
         self.loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers,
                                  persistent_workers=persistent, prefetch_factor=2,
@@ -100,6 +100,13 @@ class FrameLoader:
     def step(self) -> float:
         assert self.batches is not None
         return float(next(self.batches).mean())
+
+    def settle(self, batches: int) -> None:
+        """Serve ``batches`` batches unmeasured: a new worker's memory grows for a few
+        hundred batches (its allocators fill, it writes to pages it shares with its parent)
+        before it levels off."""
+        for _ in range(batches):
+            self.step()
 
     def epoch(self) -> float:
         """One pass over the whole dataset (with non-persistent workers: started anew for it
