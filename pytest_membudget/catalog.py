@@ -97,6 +97,19 @@ PROBES: dict[str, ProbeInfo] = {
                   "open file descriptors (handles on Windows)"),
         ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
                   "pending tasks of the running asyncio event loop (async tests only)"),
+        # The test's descendant processes, from /proc (Linux): probes/proctree.py.
+        ProbeInfo("children", COUNT, "processes", 1, "proctree",
+                  "live descendant processes of the test's process (children, their children, "
+                  "...); exited ones, zombies included, are not counted"),
+        ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
+                  "unique set size summed over the live descendant processes: memory they "
+                  "hold that no other process maps (not what they still share with the "
+                  "parent)", floor=RSS_FLOOR),
+        ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
+                  "proportional set size of the test's process plus its live descendants: "
+                  "the job's footprint, each shared page split among its sharers (anonymous "
+                  "and shared memory; file pages left out)",
+                  floor=RSS_FLOOR, traced_evidence=True),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded

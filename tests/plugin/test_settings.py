@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.settings import OPTIONS
 
 # Leaks two list objects per iteration against a 1.5/iter budget: above the budget by too
@@ -301,3 +302,5 @@ def test_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
         assert option.flag_only or option.ini in text
         assert option.negative_flag is None or option.negative_flag in text
     assert "all:10%" in text
+    # The budget help names every probe of the catalog.
+    assert all(name in text for name in PROBES)
