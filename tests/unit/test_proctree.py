@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_membudget.probes import Probe, create, procfs, proctree
-from pytest_membudget.probes.proctree import ProcessLog, ProcessTree
+from pytest_membudget.probes.proclog import TABLE_ROWS, ProcessLog
+from pytest_membudget.probes.proctree import ProcessTree
 from pytest_membudget.sampling import Measurement, ProbeSet
 from pytest_membudget.settings import default_run
 from pytest_membudget.spec import build_spec
@@ -223,12 +224,12 @@ def test_a_reused_pid_is_a_new_process(fake: FakeProc) -> None:
 def test_ended_processes_kept_for_the_evidence_are_bounded(fake: FakeProc) -> None:
     tree = tree_at()
     tree.log.open = True
-    for step in range(3 * proctree.TABLE_ROWS):
+    for step in range(3 * TABLE_ROWS):
         (fake.root / str(ROOT) / "task" / str(ROOT) / "children").write_text("")
         fake.process(5000 + step, ROOT, uss_kib=step)
         tree.refresh()
-    assert len(tree.log.ended) <= proctree.TABLE_ROWS
-    assert tree.log.ended_total == 3 * proctree.TABLE_ROWS - 1
+    assert len(tree.log.ended) <= TABLE_ROWS
+    assert tree.log.ended_total == 3 * TABLE_ROWS - 1
 
 
 class Recorder(Probe):
