@@ -75,7 +75,7 @@ def collect(
     # Made before the objects are counted, so that its own few objects never read as growth.
     tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
-    gc.collect()
+    collect_quietly()
     types_before = type_counts() if memory else Counter()
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
@@ -96,7 +96,7 @@ def collect(
         left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS if memory else 0.0)
         done = yield from _rerun(start_iteration, iterations,
                                  now + min(longest, max(shortest, left)))
-        gc.collect()
+        collect_quietly()
         sites = growing_sites(before, tracemalloc.take_snapshot(), done) if before else []
         del before
         library = [s for s in sites if s["via"] is None and _is_library(s["file"])]
@@ -144,6 +144,18 @@ def collect(
     # Everything the evidence took: reruns, collections, snapshots and counts.
     result["seconds"] = round(time.perf_counter() - started, 6)
     return result
+
+
+def collect_quietly() -> None:
+    """A collection of the evidence's own, with ``gc.callbacks`` set aside while it runs.
+    Callbacks keep state in globals (hypothesis stores the time of each collection as a new
+    float), so a collection between the two snapshots would name their lines as growth."""
+    callbacks = gc.callbacks[:]
+    gc.callbacks.clear()
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks[:] = callbacks
 
 
 def _rerun(start: int, most: int, deadline: float) -> Generator[int, None, int]:
