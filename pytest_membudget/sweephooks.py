@@ -1,0 +1,213 @@
+"""``--membudget-sweep``: the hooks that repeat every test in place and judge it.
+
+The test's own call runs first, exactly as without the sweep; its outcome is the test's. Only
+after it passed is the same function called again with the same fixture values, through
+:func:`sweep.sweep_test` (a screen, then the full verdict for what the screen flags). A
+repeat that raises, skips or xfails leaves the first outcome standing and the test is listed
+as not repeatable. A leak fails the test in ``fail`` mode, through its report, with the
+usual message and evidence. Results travel on the reports (``report.membudget_sweep``), so
+the controller lists every worker's tests under pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Generator
+from typing import Any
+
+import pytest
+
+from pytest_membudget.fixture import MemBudget
+from pytest_membudget.housekeeping import Housekeeping
+from pytest_membudget.settings import Settings
+from pytest_membudget.sweep import SweepOutcome, leak_summary, sweep_test
+from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
+
+#: The opt-out marker: ``@pytest.mark.no_membudget_sweep(reason="...")``.
+OPT_OUT = "no_membudget_sweep"
+#: Share of a pytest-timeout timeout the sweep allows itself (from when the timer started),
+#: so that the test's first call, teardown and the sweep's own ends stay within it.
+TIMEOUT_SHARE = 0.5
+#: Exceptions of a repeat that end the repeats instead of the session. pytest.exit is an
+#: Exception too; it is raised again (see _classify).
+CAUGHT: tuple[type[BaseException], ...] = (
+    Exception, SystemExit, pytest.skip.Exception, pytest.fail.Exception)
+
+OUTCOME_KEY = pytest.StashKey[SweepOutcome]()
+TIMER_KEY = pytest.StashKey[tuple[float, float]]()
+
+
+def _classify(error: BaseException) -> NotRepeatable:
+    if isinstance(error, pytest.exit.Exception):
+        raise error
+    if isinstance(error, pytest.skip.Exception):
+        return NotRepeatable.SKIPPED
+    if isinstance(error, pytest.xfail.Exception):
+        return NotRepeatable.XFAILED
+    return NotRepeatable.RAISED
+
+
+def _is_async(item: pytest.Function) -> bool:
+    # pytest-asyncio runs a coroutine test through a sync wrapper; the test is what it wraps.
+    function = inspect.unwrap(item.obj)
+    return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+
+
+def _item_reason(item: pytest.Item) -> NotRepeatable:
+    """Why a passing test that no sweep hook repeated was not repeated."""
+    kinds = {cls.__name__ for cls in type(item).__mro__}
+    if "DoctestItem" in kinds:
+        return NotRepeatable.DOCTEST
+    if "TestCaseFunction" in kinds:
+        return NotRepeatable.UNITTEST
+    if isinstance(item, pytest.Function) and _is_async(item):
+        return NotRepeatable.ASYNC
+    return NotRepeatable.OTHER_ITEM
+
+
+class SweepHooks:
+    """Registered by the plugin when the sweep is on; one per process."""
+
+    def __init__(self, config: pytest.Config, settings: Settings,
+                 records: dict[str, dict[str, Any]],
+                 own_budgets: Callable[[pytest.Item], MemBudget | None]) -> None:
+        self.config = config
+        self.settings = settings
+        self.mode = settings.sweep
+        self.records = records
+        #: The membudget state of a test with its own budgets (marker or fixture), else None.
+        self.own_budgets = own_budgets
+
+    # -- timing ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True, wrapper=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> Generator[
+            None, object, object]:
+        """pytest-timeout's timer for this test: the sweep keeps within a share of it."""
+        timeout = getattr(settings, "timeout", None)
+        if isinstance(timeout, (int, float)) and timeout > 0:
+            item.stash[TIMER_KEY] = (time.perf_counter(), float(timeout))
+        return (yield)
+
+    def _allowed(self, item: pytest.Item) -> tuple[float, CutShort]:
+        allowed, bound = self.settings.sweep_seconds, CutShort.SWEEP_SECONDS
+        timer = item.stash.get(TIMER_KEY, None)
+        if timer is not None:
+            started, timeout = timer
+            left = TIMEOUT_SHARE * timeout - (time.perf_counter() - started)
+            if left < allowed:
+                allowed, bound = max(left, 0.0), CutShort.TIMEOUT
+        return allowed, bound
+
+    # -- the repeat ------------------------------------------------------------------------
+
+    def _not_swept(self, item: pytest.Function) -> SweepOutcome | None:
+        """The outcome of a test the sweep leaves alone, or None for one it repeats."""
+        if self.own_budgets(item) is not None:
+            return SweepOutcome(SweepVerdict.OWN_BUDGETS)
+        if item.get_closest_marker(OPT_OUT) is not None:
+            return SweepOutcome(SweepVerdict.OPTED_OUT)
+        reason = None
+        if item.get_closest_marker("xfail") is not None:
+            reason = NotRepeatable.XFAIL_MARKED
+        elif _is_async(item):
+            reason = NotRepeatable.ASYNC
+        if reason is not None:
+            return SweepOutcome(SweepVerdict.NOT_REPEATABLE, reason=reason)
+        return None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[
+            None, object, object]:
+        begin = time.perf_counter()
+        result = yield  # the test's own call: whatever it raises is its outcome
+        first_call = time.perf_counter() - begin
+        outcome = self._not_swept(pyfuncitem)
+        if outcome is None:
+            outcome = self._sweep(pyfuncitem, first_call)
+        pyfuncitem.stash[OUTCOME_KEY] = outcome
+        return result
+
+    def _sweep(self, item: pytest.Function, first_call: float) -> SweepOutcome:
+        function = item.obj
+        kwargs = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+        allowed, bound = self._allowed(item)
+        with Housekeeping(item) as wrap:
+            return sweep_test(
+                wrap(lambda: function(**kwargs)), run=self.settings.run,
+                defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
+                bound=bound, catch=CAUGHT, classify=_classify)
+
+    # -- reports ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        outcome = item.stash.get(OUTCOME_KEY, None)
+        if call.when == "call" and outcome is not None and outcome.result is not None:
+            from pytest_membudget.report import junit_properties
+
+            item.user_properties.extend(junit_properties(outcome.result.to_dict()))
+        report: pytest.TestReport = yield
+        if call.when == "call":
+            self._call_report(item, report, outcome)
+        elif call.when == "teardown" and outcome is not None and outcome.calls and report.failed:
+            self._teardown_report(item, report, outcome)
+        return report
+
+    def _call_report(self, item: pytest.Item, report: pytest.TestReport,
+                     outcome: SweepOutcome | None) -> None:
+        own = self.own_budgets(item)
+        if own is not None:
+            # Judged by its own budgets, as without the sweep; a leak there is listed too.
+            outcome = SweepOutcome(SweepVerdict.OWN_BUDGETS)
+        elif outcome is None:
+            if not report.passed:  # failed or skipped on its own: nothing to list
+                return
+            if item.get_closest_marker(OPT_OUT) is not None:
+                outcome = SweepOutcome(SweepVerdict.OPTED_OUT)
+            else:
+                outcome = SweepOutcome(SweepVerdict.NOT_REPEATABLE, reason=_item_reason(item))
+        data = outcome.to_dict()
+        if own is not None and own.result is not None and own.result.failures:
+            data["leaks"] = leak_summary(own.result)
+        report.membudget_sweep = data  # type: ignore[attr-defined]
+        if outcome.result is None:
+            return
+        report.membudget = outcome.result.to_dict()  # type: ignore[attr-defined]
+        if outcome.verdict is SweepVerdict.LEAK and self.mode is SweepMode.FAIL and report.passed:
+            from pytest_membudget.sweepreport import failure_text
+
+            report.outcome = "failed"
+            report.longrepr = failure_text(item.nodeid, outcome.result,
+                                           self.settings.run.confidence)
+
+    def _teardown_report(self, item: pytest.Item, report: pytest.TestReport,
+                         outcome: SweepOutcome) -> None:
+        """A teardown that failed after the repeats may have failed because of them: the
+        sweep does not turn it into an error; it lists the test as not repeatable."""
+        text = str(report.longrepr)
+        last = [line for line in text.splitlines() if line.strip()]
+        outcome.verdict = SweepVerdict.NOT_REPEATABLE
+        outcome.reason = NotRepeatable.TEARDOWN
+        outcome.detail = (last[-1].strip() if last else text)[:200]
+        report.outcome = "passed"
+        report.longrepr = None
+        report.sections.append(("membudget sweep: teardown after the repeats", text))
+        report.membudget_sweep = outcome.to_dict()  # type: ignore[attr-defined]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "membudget_sweep", None)
+        if isinstance(data, dict):
+            self.records[report.nodeid] = data
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_membudget.sweepreport import summary_lines
+
+        lines = summary_lines(self.records, self.mode, self.config.get_verbosity())
+        if not lines:
+            return
+        terminalreporter.write_sep("-", "membudget sweep")
+        for line in lines:
+            terminalreporter.write_line(line)
