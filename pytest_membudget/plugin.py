@@ -26,6 +26,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _settings.add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    _settings.bind_bare_sweep_flag(args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

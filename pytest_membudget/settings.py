@@ -209,6 +209,21 @@ _SWEEP_WORDS = {"true": SweepMode.FAIL, "yes": SweepMode.FAIL, "on": SweepMode.F
                 "0": SweepMode.OFF, "": SweepMode.OFF}
 
 
+def bind_bare_sweep_flag(args: list[str]) -> None:
+    """``pytest --membudget-sweep tests/``: argparse would take ``tests/`` for the flag's
+    optional value. A bare flag followed by anything but a sweep mode is the flag alone
+    (``fail``); the word after it stays a path. ``args`` is changed in place, before pytest
+    parses it."""
+    flag = option_by_key("sweep").flag
+    words = {*_SWEEP_WORDS, *(mode.value for mode in SweepMode)} - {""}
+    for index, arg in enumerate(args[:-1]):
+        if arg == "--":
+            return
+        following = args[index + 1]
+        if arg == flag and following.lower() not in words and not following.startswith("-"):
+            args[index] = f"{flag}={SweepMode.FAIL.value}"
+
+
 def parse_sweep(value: object, where: str) -> SweepMode:
     """'fail', 'report' or 'off' (true/false and the like read as fail/off)."""
     text = str(value).strip().lower() if value is not None else ""

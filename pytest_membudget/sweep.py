@@ -44,6 +44,8 @@ class SweepOutcome:
     #: Repeats made after the test's own first call (screen and full verdict).
     calls: int = 0
     seconds: float = 0.0
+    #: Of ``seconds``, those of the screen (the rest: the full verdict and its evidence).
+    screen_seconds: float = 0.0
     #: The seconds the sweep allowed itself for this test, and what bounded them.
     allowed: float = 0.0
     bound: CutShort = CutShort.SWEEP_SECONDS
@@ -62,6 +64,7 @@ class SweepOutcome:
             "flagged": dict(self.flagged),
             "calls": self.calls,
             "seconds": round(self.seconds, 6),
+            "screen_seconds": round(self.screen_seconds, 6),
             "allowed": round(self.allowed, 3),
             "bound": self.bound.value,
             "first_call": round(self.first_call, 6),
@@ -161,6 +164,7 @@ def sweep_test(
         return finish()
     screen = repeat(spec, SCREEN_PROBES, body, catch)
     outcome.calls = screen.calls
+    outcome.screen_seconds = time.perf_counter() - started
     if screen.error is not None:
         return stop(screen, 0)
     window = screen.measurement.window()[1]
@@ -220,23 +224,24 @@ def leak_summary(result: MembudgetResult) -> dict[str, Any]:
     if sites and done:
         byte_slopes.append(sum(s["bytes"] for s in sites) / done)
     return {"probes": probes, "bytes_per_call": max(byte_slopes) if byte_slopes else None,
-            "evidence": top_evidence(evidence)}
+            "evidence": top_evidence(evidence, tuple(o.probe for o in failing))}
 
 
-def top_evidence(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The first line of the evidence: the top growing allocation site, else the first
-    thread or descriptor left open, else what kept the evidence away."""
+def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
+                 ) -> dict[str, Any] | None:
+    """The first line of the evidence: the first thread or descriptor left open when those
+    probes fail, else the top growing allocation site, else what kept the evidence away."""
     if "error" in evidence:
         return {"kind": "error", "text": evidence["error"]}
+    if "threads" in failing and evidence.get("threads"):
+        return {"kind": "thread", **evidence["threads"][0]}
+    if "fds" in failing and evidence.get("fds"):
+        return {"kind": "fd", "target": evidence["fds"][0]}
     sites = evidence.get("sites")
     if sites:
         top = sites[0]
         return {"kind": "site", **{k: top.get(k) for k in (
             "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}}
-    if evidence.get("threads"):
-        return {"kind": "thread", **evidence["threads"][0]}
-    if evidence.get("fds"):
-        return {"kind": "fd", "target": evidence["fds"][0]}
     if sites is not None:
         return {"kind": "native"}
     return None

@@ -57,8 +57,10 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
     kind = top.get("kind")
     if kind == "site":
         code = f"  {top['code']}" if top.get("code") else ""
+        via = (f" (called from {_short(str(top['via_file']))}:{top['via_line']})"
+               if top.get("via_file") else "")
         return (f"{_short(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
-                f"({fmt('heap', top.get('per_iter'), per_iter=True)}){code}")
+                f"({per_call('heap', top.get('per_iter'))}){via}{code}")
     if kind == "thread":
         return f"thread {top.get('name')} (target {top.get('target')}) still alive"
     if kind == "fd":
@@ -68,13 +70,18 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
     return f"no evidence: {top.get('text')}"
 
 
+def per_call(probe: str, value: float | None) -> str:
+    """A growth per call: the sweep repeats calls, so an iteration is a call."""
+    return fmt(probe, value, per_iter=True).replace("/iter", "/call")
+
+
 def leak_rows(records: Records) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for nodeid, leaks in _leaking(records):
         for i, probe in enumerate(leaks["probes"]):
             name = probe["probe"]
             rows.append((
-                nodeid if i == 0 else "", name, fmt(name, probe.get("slope"), per_iter=True),
+                nodeid if i == 0 else "", name, per_call(name, probe.get("slope")),
                 f"[{fmt(name, probe.get('lower'))}, {fmt(name, probe.get('upper'))}]",
                 evidence_text(leaks.get("evidence")) if i == 0 else ""))
     return rows
