@@ -6,7 +6,8 @@ the same output hundreds of times. While the sweep repeats a test, each repeat s
 what the test's own first call left: output goes to a sink emptied after each call (or the
 test's capture fixture is read empty), the log handlers and ``recwarn`` are emptied before
 each call and given back the first call's records at the end, warnings go to a list emptied
-after each call, and monkeypatch's undo entries made by a repeat are undone after it.
+after each call (each call under the warning filters of the first, which warn again as on a
+first call), and monkeypatch's undo entries made by a repeat are undone after it.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ class Housekeeping:
                 for step in before:
                     step()
                 try:
-                    call()
+                    # A fresh warnings state per call: the filters the call adds are
+                    # dropped after it, and "default" filters warn again as on a first
+                    # call (entering clears the registries of warnings already shown).
+                    with warnings.catch_warnings():
+                        call()
                 finally:
                     for step in after:
                         step()

@@ -188,10 +188,11 @@ class SweepHooks:
         """A teardown that failed after the repeats may have failed because of them: the
         sweep does not turn it into an error; it lists the test as not repeatable."""
         text = str(report.longrepr)
-        last = [line for line in text.splitlines() if line.strip()]
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = getattr(crash, "message", None) or text.strip().splitlines()[-1:]
         outcome.verdict = SweepVerdict.NOT_REPEATABLE
         outcome.reason = NotRepeatable.TEARDOWN
-        outcome.detail = (last[-1].strip() if last else text)[:200]
+        outcome.detail = " ".join(str(message).split())[:200]
         report.outcome = "passed"
         report.longrepr = None
         report.sections.append(("membudget sweep: teardown after the repeats", text))
