@@ -18,7 +18,7 @@ from pytest_membudget.results import MembudgetResult, _finite, build_result
 from pytest_membudget.runner import capacity_for, measure
 from pytest_membudget.sampling import Measurement
 from pytest_membudget.screening import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
-from pytest_membudget.spec import Budget, BudgetSpec, RunSettings
+from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -27,6 +27,7 @@ from pytest_membudget.vocabulary import (
     Phase,
     ProbeKind,
     Remedy,
+    StopReason,
     SweepVerdict,
 )
 
@@ -191,10 +192,16 @@ def sweep_test(
 
 
 def verdict_of(result: MembudgetResult) -> SweepVerdict:
+    """A failure stands as a leak wherever the run stopped. A run the sweep's time stopped
+    before the shortest auto verdict was cut short, even where its samples read flat."""
     if result.failures:
         return SweepVerdict.LEAK
+    cap = result.settings.get("max_iterations")
+    shortest = min(MIN_VERDICT_ITERATIONS, cap) if isinstance(cap, int) else (
+        MIN_VERDICT_ITERATIONS)
+    out_of_time = result.stopped is StopReason.CAP and result.iterations < shortest
     unsettled = result.unsettled
-    if any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
+    if out_of_time or any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
         return SweepVerdict.CUT_SHORT
     return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
 
