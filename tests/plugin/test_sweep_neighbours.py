@@ -90,7 +90,8 @@ def test_a_shuffled_order_gives_the_same_verdicts(pytester: pytest.Pytester) -> 
     verdicts = []
     for seed in ("1", "2", "3"):
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--randomly-seed={seed}", "--membudget-sweep", "--membudget-json=out.json")
+            "-p", "no:cacheprovider", f"--randomly-seed={seed}", "--membudget-sweep",
+            "--membudget-json=out.json")
         result.assert_outcomes(passed=2, failed=2)
         section = sweep(result, pytester)
         verdicts.append(({e["test"] for e in section["leaks"]}, section["counts"]))
