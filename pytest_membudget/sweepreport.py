@@ -167,9 +167,18 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
     by_verdict: dict[str, list[dict[str, Any]]] = {}
     for nodeid, data in records.items():
         by_verdict.setdefault(str(data.get("verdict")), []).append({"test": nodeid, **data})
+    seconds: dict[str, float] = {"sweep": 0.0, "screen": 0.0, "first_calls": 0.0}
+    for data in records.values():
+        seconds["sweep"] += float(data.get("seconds") or 0.0)
+        seconds["screen"] += float(data.get("screen_seconds") or 0.0)
+        seconds["first_calls"] += float(data.get("first_call") or 0.0)
+    seconds["full_verdicts"] = seconds["sweep"] - seconds["screen"]
     return {
         "mode": mode.value,
         "counts": dict(Counter(str(d.get("verdict")) for d in records.values())),
+        # Where the sweep's own time went, summed over the tests (the tests' own first calls
+        # beside it, for scale).
+        "seconds": {key: round(value, 3) for key, value in seconds.items()},
         "leaks": leaks,
         "not_repeatable": [{**entry, "reason_text": reason_text(entry)} for entry in
                            by_verdict.get(SweepVerdict.NOT_REPEATABLE.value, [])],
