@@ -8,6 +8,7 @@ which exceptions end the repeats (``catch``) and how to name them (``classify``)
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from pytest_membudget.runner import capacity_for, measure
 from pytest_membudget.sampling import Measurement
 from pytest_membudget.screening import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
 from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
+from pytest_membudget.verdict import Verdict
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -78,6 +80,14 @@ class SweepOutcome:
         return data
 
 
+class ScreenMeasurement(Measurement):
+    """The screen's samples: the screening rule reads them, so the runner's own judgement of
+    a budgetless window (a trend per probe, twice per run) is skipped."""
+
+    def judge(self) -> Verdict:
+        return Verdict({})
+
+
 @dataclass
 class Repetition:
     """A run of repeats: the measurement, and the exception that stopped it, if one did."""
@@ -89,31 +99,45 @@ class Repetition:
 
 
 def repeat(spec: BudgetSpec, names: tuple[str, ...], body: Callable[[], object],
-           catch: tuple[type[BaseException], ...]) -> Repetition:
-    """Call ``body`` as :func:`runner.measure` asks, sampling ``names``; stop at the first
-    exception of ``catch`` and hand it back instead of raising it."""
+           catch: tuple[type[BaseException], ...], *, unmeasured: int = 0,
+           storage: type[Measurement] = Measurement) -> Repetition:
+    """Call ``body`` ``unmeasured`` times, then as :func:`runner.measure` asks, sampling
+    ``names``; stop at the first exception of ``catch`` and hand it back instead of raising
+    it."""
     from pytest_membudget.probes import create
 
     options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
     probes = {name: create(name, options) for name in names}
-    m = Measurement(spec, probes, capacity_for(spec))
-    loop = measure(spec, probes, m)
+    m = storage(spec, probes, capacity_for(spec))
     done = Repetition(m)
+    # What the session holds is frozen before the run, not only at the window: the warm-up's
+    # reads of gc_objects then list only what the test makes, not every object of the session
+    # (the runner unfreezes it all at the end, as it does its own freeze).
+    gc.freeze()
     try:
-        for _ in loop:
+        for _ in range(unmeasured):
             body()
             done.calls += 1
+        loop = measure(spec, probes, m)
+        try:
+            for _ in loop:
+                body()
+                done.calls += 1
+        except catch as exc:
+            loop.close()
+            done.error = exc
     except catch as exc:
-        loop.close()
         done.error = exc
+    finally:
+        gc.unfreeze()
     return done
 
 
-def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS,
-                warmup: int = SCREEN_WARMUP) -> BudgetSpec:
+def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
     """A fixed, short run, sampled after every call, budgets none: the screen reads the
-    samples itself."""
-    return BudgetSpec((), replace(run, iterations=calls, warmup=warmup, gc=GcPolicy.COLLECT,
+    samples itself. Its warm-up calls are made before the run (``repeat``'s
+    ``unmeasured``), unsampled: only the window's samples are read."""
+    return BudgetSpec((), replace(run, iterations=calls, warmup=1, gc=GcPolicy.COLLECT,
                                   evidence=False, strict=False))
 
 
@@ -160,10 +184,11 @@ def sweep_test(
 
     spec = screen_spec(run)
     # The screen is fixed-length: a body too slow for it within the time is not started.
-    if first_call * (spec.run.warmup + (spec.run.iterations or 0)) > allowed:
+    if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         outcome.verdict = SweepVerdict.CUT_SHORT
         return finish()
-    screen = repeat(spec, SCREEN_PROBES, body, catch)
+    screen = repeat(spec, SCREEN_PROBES, body, catch, unmeasured=SCREEN_WARMUP - 1,
+                    storage=ScreenMeasurement)
     outcome.calls = screen.calls
     outcome.screen_seconds = time.perf_counter() - started
     if screen.error is not None:

@@ -90,9 +90,11 @@ def test_a_shuffled_order_gives_the_same_verdicts(pytester: pytest.Pytester) -> 
     verdicts = []
     for seed in ("1", "2", "3"):
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", f"--randomly-seed={seed}", "--membudget-sweep",
+            "-p", "randomly", "-p", "no:cacheprovider", f"--randomly-seed={seed}",
+            "--membudget-sweep",
             "--membudget-json=out.json")
         result.assert_outcomes(passed=2, failed=2)
+        result.stdout.fnmatch_lines([f"Using --randomly-seed={seed}"])
         section = sweep(result, pytester)
         verdicts.append(({e["test"] for e in section["leaks"]}, section["counts"]))
     assert verdicts[0][0] == {"test_a_shuffled_order_gives_the_same_verdicts.py::test_leaks",
