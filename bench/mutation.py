@@ -96,10 +96,12 @@ def run(mutant: Mutant | None, tests: str) -> tuple[int, list[str], float]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         if mutant is not None:
             apply(package, mutant)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([directory, str(ROOT)]))
+        # -P: the working directory (the repository, with its own pytest_membudget/) is not
+        # put first on the path; the mutated copy is.
+        env = dict(os.environ, PYTHONPATH=directory)
         begin = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", tests, "-q", "-p", "no:cacheprovider",
+            [sys.executable, "-P", "-m", "pytest", tests, "-q", "-p", "no:cacheprovider",
              "-p", "no:randomly", "-rf", "--tb=no"],
             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - begin
@@ -110,7 +112,7 @@ def run(mutant: Mutant | None, tests: str) -> tuple[int, list[str], float]:
 
 
 def _imported(env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-c", "import pytest_membudget; "
+    return subprocess.run([sys.executable, "-P", "-c", "import pytest_membudget; "
                            "print(pytest_membudget.__file__)"], env=env, capture_output=True,
                           text=True, check=False).stdout
 

@@ -15,10 +15,12 @@ import threading
 import time
 import tracemalloc
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
+from itertools import filterfalse
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.taskevidence import TaskWatch
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
@@ -34,13 +36,17 @@ _SKIP_PARTS = (_OWN + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
 _STDLIB = sysconfig.get_paths()["stdlib"]
 
 
-#: Most seconds the traced rerun may take; tracing slows allocation-heavy loops several times
-#: over, so the rerun stops on time as well as on count (bench/evidence.py measures what a
-#: failure costs and whether the top lines stay the same).
-EVIDENCE_SECONDS = 0.5
-#: Most seconds, and iterations, of the second rerun that finds the callers of library lines.
-CALLER_SECONDS = 0.15
-CALLER_ITERATIONS = 4
+#: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
+#: and whether the top lines stay the same). Collecting garbage and counting objects cost the
+#: same before and after the rerun, and grow with the heap; the traced rerun gets what they
+#: leave, within RERUN_SECONDS. Tracing slows allocation-heavy loops several times over, so
+#: the rerun stops on time as well as on count.
+EVIDENCE_SECONDS = 0.8
+RERUN_SECONDS = (0.1, 0.6)
+#: Most seconds, and iterations, of the second rerun that finds the callers of library lines;
+#: it stops as soon as every such line has allocated again.
+CALLER_SECONDS = 0.25
+CALLER_ITERATIONS = 50
 #: Fewest iterations of the rerun: growth needs at least two to show.
 EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
@@ -64,44 +70,57 @@ def collect(
     """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
     what grew during them; then, when a growing line is in a library, a few more with deeper
     tracebacks to find the user's line that called it."""
+    started = time.perf_counter()
     memory = any(PROBES[name].traced_evidence for name in failing)
+    # Made before the objects are counted, so that its own few objects never read as growth.
+    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     gc.collect()
     types_before = type_counts() if memory else Counter()
+    # Everything alive now is out of the collector's reach until the counting after the
+    # rerun: the collection after it then walks only what the rerun made.
+    gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
         tracemalloc.start(TRACE_FRAMES)
+    extra = 0
     try:
+        if tasks is not None:
+            tasks.track()
         before = tracemalloc.take_snapshot() if memory else None
         threads_before = {t.ident for t in threading.enumerate()}
         fds_before = set(_fd_targets())
-        begin = time.perf_counter()
-        done = yield from _rerun(start_iteration, iterations, begin + EVIDENCE_SECONDS)
-        seconds = time.perf_counter() - begin
+        now = time.perf_counter()
+        spent = now - started  # paid once more after the rerun
+        shortest, longest = RERUN_SECONDS
+        left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS if memory else 0.0)
+        done = yield from _rerun(start_iteration, iterations,
+                                 now + min(longest, max(shortest, left)))
         gc.collect()
         sites = growing_sites(before, tracemalloc.take_snapshot(), done) if before else []
         del before
-        wanted = {(s["file"], s["line"]) for s in sites
-                  if s["via"] is None and _is_library(s["file"])}
-        extra = 0
+        library = [s for s in sites if s["via"] is None and _is_library(s["file"])]
+        wanted = {(s["file"], s["line"]) for s in library}
         if wanted and own_tracer:
             tracemalloc.stop()
             tracemalloc.start(CALLER_FRAMES)
             found, extra = yield from callers(wanted, start_iteration + done)
             for site in sites:
                 site["via"] = site["via"] or found.get((site["file"], site["line"]))
+            del found
+        del library, wanted
     finally:
         if own_tracer:
             tracemalloc.stop()
+        gc.unfreeze()
+        if tasks is not None:
+            tasks.stop()
     if memory:
-        gc.collect()
-        # The evidence's own bookkeeping must not read as growth.
-        own = {id(types_before), id(sites), id(threads_before), id(fds_before),
-               *(id(site) for site in sites)}
-        own.add(id(own))
-        grown = type_counts(exclude=own)
+        # The evidence's own bookkeeping must not read as growth. (The collection before the
+        # last snapshot already ran; what was made since is freed by reference counting.)
+        grown = type_counts(exclude=(types_before, sites, threads_before, fds_before, *sites))
         grown.subtract(types_before)
-    result: dict[str, Any] = {"iterations": done, "seconds": round(seconds, 6)}
+    result: dict[str, Any] = {"iterations": done}
     if memory:
         for site in sites:
             site["code"] = _source_line(site["file"], site["line"])
@@ -120,6 +139,10 @@ def collect(
         for t in threading.enumerate() if t.ident not in threads_before
     ][:TOP]
     result["fds"] = sorted(set(_fd_targets()) - fds_before)[:TOP]
+    if tasks is not None:
+        result["tasks"] = tasks.new_tasks(done + extra)
+    # Everything the evidence took: reruns, collections, snapshots and counts.
+    result["seconds"] = round(time.perf_counter() - started, 6)
     return result
 
 
@@ -136,23 +159,36 @@ def _rerun(start: int, most: int, deadline: float) -> Generator[int, None, int]:
 
 def callers(wanted: set[tuple[str, int]],
             start: int) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
-    """For each library line in ``wanted``, the user's line beneath it: a few iterations
-    traced with deep tracebacks, read from the allocations still alive at those lines."""
-    done = yield from _rerun(start, CALLER_ITERATIONS, time.perf_counter() + CALLER_SECONDS)
+    """For each library line in ``wanted``, the user's line beneath it, read from the deep
+    tracebacks of the allocations made at those lines while the workload runs again, until
+    each has allocated (or CALLER_SECONDS pass)."""
+    deadline = time.perf_counter() + CALLER_SECONDS
     found: dict[tuple[str, int], Any] = {}
-    for trace in tracemalloc.take_snapshot().traces:
-        frames = list(trace.traceback)[::-1]  # innermost first
-        key = (frames[0].filename, frames[0].lineno) if frames else None
-        if key in wanted and key not in found:
-            user = next((f for f in frames if not _is_library(f.filename)
-                         and not _is_own(f.filename)), None)
-            if user is not None:
-                found[key] = (user.filename, user.lineno)
+    done = 0
+    while done < CALLER_ITERATIONS and len(found) < len(wanted):
+        yield start + done
+        done += 1
+        # Few traces since tracing restarted: a snapshot costs about a millisecond.
+        for trace in tracemalloc.take_snapshot().traces:
+            frames = list(trace.traceback)[::-1]  # innermost first
+            key = (frames[0].filename, frames[0].lineno) if frames else None
+            if key in wanted and key not in found:
+                user = next((f for f in frames if not _is_library(f.filename)
+                             and not _is_own(f.filename)), None)
+                if user is not None:
+                    found[key] = (user.filename, user.lineno)
+        if time.perf_counter() > deadline:
+            break
     return found, done
 
 
 def _is_own(filename: str) -> bool:
     return any(part in filename for part in _SKIP_PARTS)
+
+
+def is_user_frame(filename: str) -> bool:
+    """A frame of the user's own code: neither a library's, nor pytest's, nor this plugin's."""
+    return not _is_library(filename) and not _is_own(filename)
 
 
 def growing_sites(
@@ -204,20 +240,33 @@ def _is_library(filename: str) -> bool:
     )
 
 
-def type_counts(exclude: set[int] | frozenset[int] = frozenset()) -> Counter[str]:
+_NUMBERS = (int, float, bool, type(None))
+#: Objects whose atoms are names, docstrings and code, not data: a program's functions and
+#: descriptors hold nearly half the atoms of a large heap (torch's), and leak none of them.
+_CODE_TYPES = frozenset({
+    type(lambda: None), type(len), type(str.join), type(str.__dict__["__add__"]),
+    type(type.__dict__["__dict__"]), type(type.__dict__["__name__"]),
+    type(gc),
+})
+
+
+def type_counts(exclude: Sequence[object] = ()) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
-    bytes) they hold directly."""
+    bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
+    with what they hold. Counted in C where it can be (a heap of a million objects takes
+    about 0.2 s), since evidence runs this twice per failure."""
+    left_out = {id(obj) for obj in exclude}
+    left_out.add(id(exclude))
+    objects = [obj for obj in gc.get_objects() if id(obj) not in left_out]
+    by_type = Counter(map(type, objects))
+    holders = [obj for obj in objects if type(obj) not in _CODE_TYPES]
+    atoms = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
+    by_type.update(map(type, atoms.values()))
+    del objects, holders, atoms
     counts: Counter[str] = Counter()
-    atoms: set[int] = set()
-    for obj in gc.get_objects():
-        if id(obj) in exclude:
-            continue
-        counts[_type_name(type(obj))] += 1
-        for ref in gc.get_referents(obj):
-            if (not gc.is_tracked(ref) and id(ref) not in atoms
-                    and not isinstance(ref, (int, float, bool, type(None)))):
-                atoms.add(id(ref))
-                counts[_type_name(type(ref))] += 1
+    for cls, count in by_type.items():
+        if cls not in _NUMBERS:
+            counts[_type_name(cls)] += count
     return counts
 
 

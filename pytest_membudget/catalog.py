@@ -82,6 +82,8 @@ PROBES: dict[str, ProbeInfo] = {
                   "operating-system threads of the process"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",
                   "open file descriptors (handles on Windows)"),
+        ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
+                  "pending tasks of the running asyncio event loop (async tests only)"),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded

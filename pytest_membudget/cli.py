@@ -3,9 +3,11 @@
     membudget show REPORT.json
     membudget compare BASE.json NEW.json [--fail PROBE:TOL ...]
     membudget plot REPORT.json --out DIR
+    membudget export REPORT.json --format bencher|github-action-benchmark [--out PATH]
 
 Exit status: 0 success (no regression), 1 a regression was found (compare), 2 bad input
-(unreadable, foreign or newer-schema file, bad tolerance, bad arguments).
+(unreadable, foreign or newer-schema file, bad tolerance, bad arguments, nothing to export,
+an output file that exists).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def show(args: argparse.Namespace) -> int:
-    from pytest_membudget.report import summary_table
+    from pytest_membudget.summary import summary_table
 
     document = _load(args.report)
     machine = document.get("machine", {})
@@ -91,6 +93,41 @@ def plot(args: argparse.Namespace) -> int:
     return OK
 
 
+def export_file(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_membudget.exporters import export
+    from pytest_membudget.storage import write_json
+
+    document = _load(args.report)
+    out = None if args.out in (None, "-") else Path(args.out)
+    if out is not None:
+        if out.exists() and out.resolve() == Path(args.report).resolve():
+            raise InputError(f"--out {out} is the report being exported; write the export "
+                             "to another file")
+        if out.is_dir():
+            raise InputError(f"--out {out} is a directory; give the path of a file")
+        if out.exists() and not args.overwrite:
+            raise InputError(f"--out {out} already exists; choose another path, or add "
+                             "--overwrite to replace it")
+    result = export(document, args.format)
+    for test, why in result.left_out:
+        print(f"membudget export: left out {test}: {why}", file=sys.stderr)
+    if not result.figures:
+        raise InputError(f"{args.report} holds no measured figure to export (no budgeted test "
+                         "with a finished run); run pytest with --membudget-json=PATH first")
+    if out is None:
+        print(json.dumps(result.data, indent=1, allow_nan=False))
+    else:
+        try:
+            write_json(out, result.data)
+        except ReportFileError as exc:
+            raise InputError(str(exc)) from None
+        print(f"wrote {result.figures} figure(s) in the {args.format} format to {out}",
+              file=sys.stderr)
+    return OK
+
+
 def _installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -127,7 +164,28 @@ def parser() -> argparse.ArgumentParser:
     plot_parser.add_argument("--out", required=True, metavar="DIR",
                              help="directory for the PNG files")
     plot_parser.set_defaults(handler=plot)
+    _add_export(commands)
     return main_parser
+
+
+def _add_export(commands: Any) -> None:
+    from pytest_membudget.exporters import FORMATS
+
+    export_parser = commands.add_parser(
+        "export", help="write the figures for a dashboard (Bencher, github-action-benchmark)",
+        description="Each test's slope per probe with its bounds (and, for Bencher, its peak), "
+                    "in the probe's base unit. Runs that did not finish are left out and "
+                    "named on stderr.")
+    export_parser.add_argument("report", metavar="REPORT.json",
+                               help="a --membudget-json report or a saved baseline")
+    export_parser.add_argument("--format", required=True, choices=FORMATS,
+                               help="bencher: Bencher Metric Format JSON; "
+                                    "github-action-benchmark: customSmallerIsBetter JSON")
+    export_parser.add_argument("--out", metavar="PATH",
+                               help="file to write (default, or '-': standard output)")
+    export_parser.add_argument("--overwrite", action="store_true",
+                               help="replace --out when it exists")
+    export_parser.set_defaults(handler=export_file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from pytest_membudget.baseline import (
     Comparison,
     Tolerance,
 )
-from pytest_membudget.report import fmt, table
+from pytest_membudget.figures import fmt, table
 
 HEADER = ("test", "probe", "baseline slope [bounds]", "new slope [bounds]", "change",
           "tolerance", "status")

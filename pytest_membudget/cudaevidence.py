@@ -1,15 +1,16 @@
 """Which lines allocated the CUDA blocks that grew: parsing of torch's allocator snapshot.
 
 Pure: works on the dict that ``torch.cuda.memory._snapshot()`` returns, so it is tested on
-CPU machines. With allocator history recorded from the start of the measured window, a block
-that carries frames was allocated inside the window; if it is still active at the end, it is
-part of the growth.
+CPU machines. A block carries frames when it was allocated while allocator history was
+recorded, by this window or by an earlier recording that is still alive (an earlier test's,
+the user's): the blocks that carried frames when the window opened are set aside, and the
+live rest is the window's growth.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pytest_membudget.attribution import FRAMEWORK_PARTS
@@ -20,6 +21,8 @@ _INTERNAL = (
     "??",
     *FRAMEWORK_PARTS,
 )
+#: Block states of allocated memory (torch's C++ names; its Python docstring says
+#: "active_awaiting_free" for the second).
 LIVE_STATES = ("active_allocated", "active_pending_free")
 
 
@@ -33,26 +36,48 @@ def user_frame(frames: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return python[0][1] if python else (frames[0] if frames else None)
 
 
-def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10,
-                       device: int | None = None) -> list[dict[str, Any]]:
-    """Live blocks allocated while history was recorded, grouped by allocating line."""
-    groups: dict[tuple[str, int, str, str], list[int]] = {}
+def block_key(block: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A block's identity across two snapshots: its address, size and allocating frames (a
+    block freed and allocated again at the same address in the window has new frames)."""
+    frames = tuple((f.get("filename"), f.get("line")) for f in block.get("frames") or ())
+    return (block.get("address"), block.get("size"), frames)
+
+
+def _live_framed(snapshot: Mapping[str, Any],
+                 device: int | None) -> list[tuple[str, Mapping[str, Any]]]:
+    found = []
     for segment in snapshot.get("segments", ()):
         if device is not None and segment.get("device", device) != device:
             continue
         pool = str(segment.get("segment_type", "?"))
         for block in segment.get("blocks", ()):
-            frames = block.get("frames") or ()
-            if block.get("state") not in LIVE_STATES or not frames:
-                continue
-            frame = user_frame(frames)
-            if frame is None:
-                continue
-            key = (str(frame.get("filename", "?")), int(frame.get("line", 0)),
-                   str(frame.get("name", "")), pool)
-            entry = groups.setdefault(key, [0, 0])
-            entry[0] += int(block.get("size", 0))
-            entry[1] += 1
+            if block.get("state") in LIVE_STATES and block.get("frames"):
+                found.append((pool, block))
+    return found
+
+
+def framed_blocks(snapshot: Mapping[str, Any],
+                  device: int | None = None) -> frozenset[tuple[Any, ...]]:
+    """The keys of the live blocks that carry frames: taken when a window opens."""
+    return frozenset(block_key(block) for _, block in _live_framed(snapshot, device))
+
+
+def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10, device: int | None = None,
+                       exclude: Collection[tuple[Any, ...]] = ()) -> list[dict[str, Any]]:
+    """Live blocks with frames, less those in ``exclude`` (live when the window opened),
+    grouped by allocating line and pool, largest first."""
+    groups: dict[tuple[str, int, str, str], list[int]] = {}
+    for pool, block in _live_framed(snapshot, device):
+        if exclude and block_key(block) in exclude:
+            continue
+        frame = user_frame(block["frames"])
+        if frame is None:
+            continue
+        key = (str(frame.get("filename", "?")), int(frame.get("line", 0)),
+               str(frame.get("name", "")), pool)
+        entry = groups.setdefault(key, [0, 0])
+        entry[0] += int(block.get("size", 0))
+        entry[1] += 1
     rows: list[dict[str, Any]] = [
         {"file": f, "line": line, "function": name, "pool": pool, "bytes": size, "blocks": n}
         for (f, line, name, pool), (size, n) in groups.items()

@@ -1,10 +1,13 @@
-"""The ``membudget`` fixture object: run(fn), iterate() and the repeated test body."""
+"""The ``membudget`` fixture object: run(fn), iterate(), their async forms arun(fn) and
+aiterate(), and the repeated test body."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+import inspect
+import sys
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -19,13 +22,32 @@ if TYPE_CHECKING:
 DEFAULT_PROBES = ("rss", "gc_objects", "threads", "fds", "iter_time")
 
 
+def _name(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+               or type(fn).__name__)
+
+
+def running_loop() -> bool:
+    """Whether an asyncio event loop runs in this thread (asyncio is not imported for it)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 @dataclass(repr=False)
 class MemBudget:
     """Runs a workload for the configured iterations, measures it and judges the budgets.
 
     ``run(fn, *args, **kwargs)`` calls ``fn`` once per iteration; ``for i in iterate(): ...``
-    is the loop form. Both raise :class:`pytest_membudget.BudgetExceeded` when a budget is
-    exceeded and otherwise leave the result in :attr:`result`.
+    is the loop form. In an async test, ``await arun(coro_fn, *args, **kwargs)`` and
+    ``async for i in aiterate(): ...`` do the same in the running event loop. All raise
+    :class:`pytest_membudget.BudgetExceeded` when a budget is exceeded and otherwise leave
+    the result in :attr:`result`.
     """
 
     test: str
@@ -35,30 +57,98 @@ class MemBudget:
     _measurement: Measurement | None = field(default=None, repr=False)
     _loop: Generator[int, None, Measurement] | None = field(default=None, repr=False)
     _used: bool = field(default=False, repr=False)
+    #: arun() was called and its coroutine has not started: it may never be awaited.
+    _awaiting: bool = field(default=False, repr=False)
+    #: The async test body was started by an async plugin (see async_test).
+    body_ran: bool = field(default=False, repr=False)
 
     def run(self, fn: Callable[..., object], *args: object, **kwargs: object) -> MembudgetResult:
         """Call ``fn(*args, **kwargs)`` for the warm-up and measured iterations, then judge."""
         __tracebackhide__ = True
-        if not callable(fn):
-            self._used = True  # the test meant to measure: one error is enough, not a second
-            pytest.fail(
-                f"{self.test}: membudget.run() takes the workload to repeat as its first "
-                f"argument, a callable; got {type(fn).__name__} {fn!r:.80}",
-                pytrace=False,
-            )
+        self._check_workload(fn, "run")
         loop = self.iterate()
+        first = True
         for _ in loop:
             try:
-                fn(*args, **kwargs)
+                returned = fn(*args, **kwargs)
             except Exception as exc:
-                if self._measurement is None or self._measurement.phase is not Phase.EVIDENCE:
+                if not self._in_evidence():
                     raise
                 # The verdict was already in; a workload that cannot run longer (a finite
                 # data source, say) only cuts the evidence short.
                 loop.close()
                 self._fail_without_evidence(exc)
+            if first:
+                first = False
+                if inspect.isawaitable(returned):
+                    loop.close()
+                    self._refuse(returned, f"membudget.run() called {_name(fn)}, which "
+                                 f"returned {type(returned).__name__} {_name(returned)}: "
+                                 "run() does not await it, so nothing of it would run; in an "
+                                 f"async test write `await membudget.arun({_name(fn)}, ...)`")
+            del returned  # the workload's result must not be alive at the next sample
         assert self.result is not None
         return self.result
+
+    def arun(self, fn: Callable[..., Any], *args: object,
+             **kwargs: object) -> Coroutine[Any, Any, MembudgetResult]:
+        """``await membudget.arun(coro_fn, *args, **kwargs)``: await ``coro_fn(*args,
+        **kwargs)`` in the test's running event loop for every iteration, then judge. The
+        samples are taken between the awaits, after the loop has had one turn to run the
+        callbacks the workload scheduled."""
+        __tracebackhide__ = True
+        self._check_workload(fn, "arun")
+        if not running_loop():
+            self._used = True
+            pytest.fail(
+                f"{self.test}: membudget.arun() awaits the workload in the running asyncio "
+                "event loop, and no loop runs here; write `await membudget.arun(fn)` in an "
+                "async test (run by pytest-asyncio or anyio), or `membudget.run(fn)` for a "
+                "sync workload in a sync test", pytrace=False)
+        self._awaiting = True
+        return self._arun(fn, args, kwargs)
+
+    async def _arun(self, fn: Callable[..., Any], args: tuple[object, ...],
+                    kwargs: dict[str, object]) -> MembudgetResult:
+        __tracebackhide__ = True
+        import asyncio
+
+        self._awaiting = False
+        loop = self.iterate()
+        first = True
+        for _ in loop:
+            try:
+                awaitable = fn(*args, **kwargs)
+                if first:
+                    first = False
+                    if not inspect.isawaitable(awaitable):
+                        loop.close()
+                        self._refuse(None, f"membudget.arun() awaits what the workload "
+                                     f"returns, and {_name(fn)} returned "
+                                     f"{type(awaitable).__name__}, not an awaitable; for a "
+                                     f"sync workload write membudget.run({_name(fn)}, ...)")
+                await awaitable
+                del awaitable
+            except Exception as exc:
+                if not self._in_evidence():
+                    raise
+                loop.close()
+                self._fail_without_evidence(exc)
+            # One turn of the loop: callbacks and task steps the iteration scheduled run
+            # before the sample, as they would before the next await of a real program.
+            await asyncio.sleep(0)
+        assert self.result is not None
+        return self.result
+
+    async def aiterate(self) -> AsyncGenerator[int, None]:
+        """``async for i in membudget.aiterate(): body`` repeats ``body`` (which may await)
+        in the running event loop and measures it."""
+        __tracebackhide__ = True
+        import asyncio
+
+        for iteration in self.iterate():
+            yield iteration
+            await asyncio.sleep(0)
 
     def iterate(self) -> Generator[int, None, None]:
         """``for i in membudget.iterate(): body`` repeats ``body`` and measures it."""
@@ -68,7 +158,7 @@ class MemBudget:
             yield 0
             self.result = MembudgetResult(1, 0, StopReason.DISABLED, 0.0, {})
             return
-        from pytest_membudget.probes import create
+        from pytest_membudget.probes import ProbeError, create
         from pytest_membudget.results import build_result
         from pytest_membudget.runner import capacity_for, measure
         from pytest_membudget.sampling import Measurement
@@ -78,7 +168,11 @@ class MemBudget:
         probes = {name: create(name, options) for name in names}
         self._measurement = Measurement(self.spec, probes, capacity_for(self.spec))
         self._loop = measure(self.spec, probes, self._measurement)
-        yield from self._loop
+        try:
+            yield from self._loop
+        except ProbeError as exc:
+            self._loop = None
+            pytest.fail(f"{self.test}: {exc}", pytrace=False)
         self._loop = None
         self.result = build_result(self._measurement)
         if not self.result.passed:
@@ -113,12 +207,68 @@ class MemBudget:
             failure_message(self.test, result, self.spec.run.confidence), result
         ) from exc
 
+    def _in_evidence(self) -> bool:
+        return self._measurement is not None and self._measurement.phase is Phase.EVIDENCE
+
+    def _check_workload(self, fn: object, method: str) -> None:
+        """Refuse what ``method`` cannot repeat: a non-callable, an awaitable (a coroutine
+        object runs once), and for run() an async function (run() would not await it)."""
+        __tracebackhide__ = True
+        if inspect.isawaitable(fn):
+            self._refuse(fn, f"membudget.{method}() takes the function to repeat, and got the "
+                         f"{type(fn).__name__} {_name(fn)}(...), which can be awaited only "
+                         "once; pass the async function itself: "
+                         f"`await membudget.arun({_name(fn)}, ...)`")
+        if not callable(fn):
+            self._refuse(None, f"membudget.{method}() takes the workload to repeat as its "
+                         f"first argument, a callable; got {type(fn).__name__} {fn!r:.80}")
+        if method == "run" and (inspect.iscoroutinefunction(fn)
+                                or inspect.isasyncgenfunction(fn)):
+            self._refuse(None, f"membudget.run() got the async function {_name(fn)}: calling "
+                         "it only creates a coroutine, which run() would not await; in an "
+                         f"async test write `await membudget.arun({_name(fn)}, ...)`")
+
+    def _refuse(self, awaitable: object, message: str) -> NoReturn:
+        __tracebackhide__ = True
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()  # the error says it all; no 'never awaited' warning on top
+        self._used = True  # the test meant to measure: one error is enough, not a second
+        self._measurement = None  # nothing was measured worth showing beside the error
+        pytest.fail(f"{self.test}: {message}", pytrace=False)
+
+    def async_test(self, body: Callable[..., Any], *,
+                   repeat: bool) -> Callable[..., Coroutine[Any, Any, None]]:
+        """The coroutine function an async plugin runs in place of the async test ``body``:
+        with ``repeat`` (the marker without the fixture) it repeats the body in the loop
+        through arun(); otherwise it awaits the body once. Either way it notes that an async
+        plugin did run it (:attr:`body_ran`)."""
+
+        async def membudget_async_test(**kwargs: Any) -> None:
+            __tracebackhide__ = True
+            self.body_ran = True
+            if repeat:
+                await self.arun(body, **kwargs)
+            else:
+                await body(**kwargs)
+
+        return membudget_async_test
+
+    def fail_unrun_async_test(self) -> NoReturn:
+        __tracebackhide__ = True
+        self._used = True
+        pytest.fail(
+            f"{self.test} is an async test that uses membudget, and no async plugin ran it, "
+            "so nothing was measured: install pytest-asyncio and mark the test "
+            "@pytest.mark.asyncio (or set asyncio_mode = auto), or install anyio and mark it "
+            "@pytest.mark.anyio", pytrace=False)
+
     def reset(self) -> None:
         """Forget the previous run so that the same test can measure again."""
         self._close()
         self.result = None
         self._measurement = None
         self._used = False
+        self._awaiting = False
 
     # -- plumbing for the plugin ------------------------------------------------------------
 

@@ -40,12 +40,13 @@ def versions() -> dict[str, str | None]:
 
 
 def cuda_device() -> str | None:
-    """The CUDA device's name, only when the tests imported torch and CUDA is usable."""
+    """The CUDA device's name, only when this process has used CUDA: naming it in a process
+    that has not (the pytest-xdist controller, say) would create a CUDA context there."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     try:
-        if not torch.cuda.is_available():
+        if not torch.cuda.is_initialized():
             return None
         index = torch.cuda.current_device()
         return f"cuda:{index} {torch.cuda.get_device_name(index)}"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_membudget.report import fmt, unit_scale
+from pytest_membudget.figures import fmt, unit_scale
 from pytest_membudget.vocabulary import ProbeVerdict
 
 

@@ -16,6 +16,8 @@ from pytest_membudget.vocabulary import SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
+#: Set on an async test whose body the async plugin runs through MemBudget.async_test.
+ASYNC_KEY = pytest.StashKey[bool]()
 REPORTS_KEY = pytest.StashKey[list[tuple[str, dict[str, Any]]]]()
 SWEEP_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 MARKER = "membudget"
@@ -147,6 +149,12 @@ def membudget(request: pytest.FixtureRequest) -> Generator[MemBudget, None, None
         state = request.node.stash[STATE_KEY]
     yield state
     state._close()
+    if state._awaiting:
+        pytest.fail(
+            f"{request.node.nodeid}: membudget.arun() was called but what it returned was "
+            "never awaited, so nothing was measured; write `await membudget.arun(fn)`",
+            pytrace=False,
+        )
     if request.node.get_closest_marker(MARKER) is not None and not state.used:
         pytest.fail(
             f"{request.node.nodeid} has a membudget marker and requests the membudget fixture "
@@ -155,18 +163,45 @@ def membudget(request: pytest.FixtureRequest) -> Generator[MemBudget, None, None
         )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """An async budgeted test: the async plugin (pytest-asyncio, anyio) runs, in its loop,
+    a coroutine function put in place of the test's: it repeats the body (marker without the
+    fixture) or awaits it once, and notes that it ran. A test no plugin ran gets an error."""
+    __tracebackhide__ = True
+    state = item.stash.get(STATE_KEY, None)
+    if (state is None or not isinstance(item, pytest.Function)
+            or not inspect.iscoroutinefunction(item.obj)):
+        return (yield)
+    body = item.obj
+    item.obj = state.async_test(body, repeat=FIXTURE not in item.fixturenames)
+    item.stash[ASYNC_KEY] = True
+    try:
+        yield
+    except (Exception, pytest.fail.Exception, pytest.skip.Exception):
+        if state.body_ran:
+            raise
+        # not run: pytest's own "not natively supported", or nothing; the error below says
+        # which plugin and marker to add
+    finally:
+        item.obj = body
+    if not state.body_ran:
+        state.fail_unrun_async_test()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """A marked test that does not request the fixture is itself the workload."""
+    """A marked sync test that does not request the fixture is itself the workload."""
     __tracebackhide__ = True
     state = pyfuncitem.stash.get(STATE_KEY, None)
-    if state is None or FIXTURE in pyfuncitem.fixturenames:
-        return None
+    if (state is None or FIXTURE in pyfuncitem.fixturenames
+            or pyfuncitem.stash.get(ASYNC_KEY, False)):
+        return None  # async tests are repeated by the function pytest_runtest_call put in
     function = pyfuncitem.obj
-    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+    if inspect.isasyncgenfunction(function):
         pytest.fail(
-            f"{pyfuncitem.nodeid}: the membudget marker cannot repeat an async test body; "
-            "request the membudget fixture and call membudget.run() on a sync workload",
+            f"{pyfuncitem.nodeid}: the membudget marker cannot repeat an async generator "
+            "test; write the test as `async def` with `await` (no `yield`)",
             pytrace=False,
         )
     names = pyfuncitem._fixtureinfo.argnames
@@ -188,7 +223,7 @@ def pytest_runtest_makereport(
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
     if data is not None:
-        from pytest_membudget.report import junit_properties
+        from pytest_membudget.summary import junit_properties
 
         item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield
@@ -197,7 +232,8 @@ def pytest_runtest_makereport(
     if left_early:
         report.outcome = "failed"
         report.longrepr = (
-            f"{item.nodeid}: the membudget.iterate() loop was left before the run finished "
+            f"{item.nodeid}: the membudget.iterate() (or aiterate()) loop was left before the "
+            "run finished "
             f"({data['iterations'] if data else 0} measured iterations), so nothing was judged; "
             "let the loop run to its end instead of breaking out of it"
         )
@@ -228,7 +264,7 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.report import inconclusive_summary, summary_table
+    from pytest_membudget.summary import inconclusive_summary, summary_table
 
     results = config.stash.get(REPORTS_KEY, [])
     lines = summary_table(results, config.get_verbosity())

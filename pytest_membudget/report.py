@@ -1,89 +1,17 @@
-"""Text for failures and summaries. Reads verdicts and results; decides nothing."""
+"""Text for a failing test: what exceeded which budget, the series, the evidence. Reads
+results; decides nothing."""
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_membudget.catalog import PROBES
-from pytest_membudget.vocabulary import (
-    BudgetKind,
-    ProbeKind,
-    ProbeVerdict,
-    Remedy,
-    StopReason,
-)
+from pytest_membudget.figures import fmt, short_path, sparkline, stopped_text, table
+from pytest_membudget.summary import inconclusive_reasons
+from pytest_membudget.vocabulary import BudgetKind
 
 if TYPE_CHECKING:
     from pytest_membudget.results import BudgetOutcome, MembudgetResult, ProbeResult
-
-_BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
-_TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-SPARKS = "▁▂▃▄▅▆▇█"
-STOPPED = {
-    StopReason.CLEAR: "auto: stopped when the verdict was clear",
-    StopReason.CAP: "auto: reached the iteration or time cap",
-    StopReason.FIXED: "fixed count",
-    StopReason.RUNNING: "cut short",
-    StopReason.DISABLED: "measurement disabled",
-}
-
-
-def stopped_text(stopped: object) -> str:
-    """Why a run stopped, for people (``stopped`` as in a result or its dict)."""
-    try:
-        return STOPPED[StopReason(stopped)]
-    except ValueError:
-        return str(stopped)
-
-
-def _kind(probe: str) -> ProbeKind:
-    return PROBES[probe].kind if probe in PROBES else ProbeKind.COUNT
-
-
-def unit_scale(probe: str, magnitude: float) -> tuple[float, str]:
-    """The unit a probe's figure of this size is shown in, and its size in the probe's base
-    unit: (1024.0, 'KiB'), (1e-3, 'ms'), (1.0, 'threads')."""
-    kind = _kind(probe)
-    if kind is ProbeKind.BYTES:
-        return next(((scale, unit) for unit, scale in _BINARY if magnitude >= scale), (1.0, "B"))
-    if kind is ProbeKind.SECONDS:
-        return next(((scale, unit) for unit, scale in _TIME if magnitude >= scale), (1e-9, "ns"))
-    return 1.0, PROBES[probe].unit if probe in PROBES else ""
-
-
-def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
-    """A probe's figure in readable units: '1.5 KiB/iter', '3 threads', '2.1 ms'."""
-    suffix = "/iter" if per_iter else ""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if math.isinf(value):
-        return ("-" if value < 0 else "") + "inf" + suffix
-    scale, unit = unit_scale(probe, abs(value))
-    if _kind(probe) is not ProbeKind.COUNT:
-        return f"{value / scale:.3g} {unit}{suffix}"
-    if not per_iter and value == int(value) and abs(value) >= 1000:
-        # Whole counts in full: 43,102 -> 43,152 objects, not 4.31e+04 -> 4.31e+04.
-        return f"{value:,.0f} {unit}".rstrip()
-    return f"{value:.3g} {unit}{suffix}".rstrip()
-
-
-def sparkline(values: Sequence[float], width: int = 40) -> str:
-    """A compact text picture of a series: each character is the mean of a slice."""
-    n = len(values)
-    if n == 0:
-        return ""
-    width = min(width, n)
-    edges = [round(i * n / width) for i in range(width + 1)]
-    points = [sum(values[a:b]) / max(b - a, 1) for a, b in itertools.pairwise(edges)]
-    low, high = min(points), max(points)
-    if high - low <= 0:
-        return SPARKS[0] * width
-    scale = (len(SPARKS) - 1) / (high - low)
-    return "".join(SPARKS[int((p - low) * scale)] for p in points)
 
 
 def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
@@ -190,10 +118,10 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
             lines.append("  top growing allocation sites (tracemalloc):")
             for s in sites:
                 lines.append(
-                    f"    {_short(s['file'])}:{s['line']}: +{fmt('heap', s['bytes'])} "
+                    f"    {short_path(s['file'])}:{s['line']}: +{fmt('heap', s['bytes'])} "
                     f"({fmt('heap', s['per_iter'], per_iter=True)}, {s['blocks']} blocks)"
                     + (f"\n        {s['code']}" if s.get("code") else "")
-                    + (f"\n      called from {_short(s['via_file'])}:{s['via_line']}: "
+                    + (f"\n      called from {short_path(s['via_file'])}:{s['via_line']}: "
                        f"{s.get('via_code', '')}" if s.get("via_file") else "")
                 )
         else:
@@ -209,154 +137,34 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         lines.append("  threads started and still alive:")
         lines += [f"    {t['name']} (target {t['target']}, daemon={t['daemon']})"
                   for t in evidence["threads"]]
+    if "tasks" in evidence:
+        lines += task_lines(evidence["tasks"])
     if evidence.get("cuda_blocks"):
         lines.append("  live CUDA blocks allocated in the window (allocator history):")
-        lines += [f"    {_short(b['file'])}:{b['line']} in {b['function']}: "
+        lines += [f"    {short_path(b['file'])}:{b['line']} in {b['function']}: "
                   f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks ({b['pool']} pool)"
                   for b in evidence["cuda_blocks"]]
+    elif "cuda_blocks" in evidence:
+        lines.append("  allocator history: no block allocated in the window is still live")
+    if evidence.get("cuda_history"):
+        lines.append(f"  no CUDA allocator history: {evidence['cuda_history']}")
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
     return lines
 
 
-def _short(path: str) -> str:
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return relative if not relative.startswith("..") else path
-
-
-def budget_text(probe: str, budgets: dict[str, Any]) -> str:
-    """'0 B/iter, peak 2 GiB': a probe's budgets in force, or '-' for none."""
-    shown = [fmt(probe, v, per_iter=True) if kind == BudgetKind.SLOPE.value
-             else f"{kind} {fmt(probe, v)}" for kind, v in budgets.items() if v is not None]
-    return ", ".join(shown) or "-"
-
-
-def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
-                 ) -> list[tuple[str, ...]]:
-    """Rows of the terminal summary for one test's report dict."""
-    rows: list[tuple[str, ...]] = []
-    for name, probe in data.get("probes", {}).items():
-        lo, hi = probe.get("ci") or [None, None]
-        row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
-            f"[{fmt(name, lo)}, {fmt(name, hi)}]", budget_text(name, probe.get("budgets", {})),
-            fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
-        if verbose:
-            row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
-                    stopped_text(data.get("stopped")))
-        rows.append(row)
-    return rows
-
-
-SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "iters", "verdict")
-VERBOSE_HEADER = (*SUMMARY_HEADER, "growth", "warm-up", "stopped")
-
-
-def inconclusive_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The lines below the table for every budget that ended inconclusive: never silent."""
-    lines, lenient = [], 0
-    for nodeid, data in results:
-        strict = bool(data.get("settings", {}).get("strict"))
-        for line in inconclusive_lines(nodeid, data):
-            lines.append(f"  {line}" + (" [strict: the test failed]" if strict else ""))
-            lenient += not strict
-    if not lines:
-        return []
-    head = f"membudget: {len(lines)} budget(s) inconclusive"
-    if lenient:
-        head += (f" ({lenient} in tests that passed all the same; --membudget-strict fails "
-                 "them)")
-    return [head + ":", *lines]
-
-
-def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> list[str]:
-    """The terminal summary: every budgeted test at the default verbosity, more columns at
-    -v, only tests whose budgets did not pass at -q, nothing at -qq."""
-    if verbosity <= -2:
-        return []
-    rows: list[tuple[str, ...]] = []
-    for nodeid, data in results:
-        verdicts = {p.get("verdict") for p in data.get("probes", {}).values()}
-        quiet = {ProbeVerdict.PASS.value, ProbeVerdict.UNJUDGED.value}
-        if verbosity < 0 and data.get("passed", True) and verdicts <= quiet:
-            continue
-        for i, row in enumerate(summary_rows(nodeid, data, verbose=verbosity > 0)):
-            rows.append(row if i == 0 else ("", *row[1:]))  # the test's name once
-    return table(rows, VERBOSE_HEADER if verbosity > 0 else SUMMARY_HEADER) if rows else []
-
-
-def table(rows: Sequence[Sequence[str]], header: Sequence[str] = SUMMARY_HEADER) -> list[str]:
-    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip()]
-    out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
-            for r in rows]
-    return out
-
-
-def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
-    settings = data.get("settings", {})
-    iterations = data.get("iterations", 0)
-    ways = []
-    for remedy in entry.get("remedies", ()):
-        if remedy == Remedy.MAX_SECONDS:
-            ways.append(f"more time (max_seconds={2 * float(settings.get('max_seconds', 60)):g}; "
-                        f"it ran out of its {float(settings.get('max_seconds', 60)):g} s)")
-        elif remedy == Remedy.MAX_ITERATIONS:
-            ways.append(f"a higher max_iterations (it stopped at {iterations}), or "
-                        "max_iterations='none' to let max_seconds decide")
-        elif remedy == Remedy.ITERATIONS:
-            ways.append(f"a longer run (iterations={2 * int(iterations)}) or iterations='auto'")
-        elif remedy == Remedy.EXACT_PROBE:
-            exact = [f"{p}=0 for {PROBES[p].sees}" if p in PROBES else p
-                     for p in entry.get("exact_probes", ())]
-            ways.append("an exact probe beside it: " + " or ".join(exact))
-    return ways
-
-
-def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:
-    """One line per budget that ended inconclusive: the test, the budget, how the run ended
-    and what would settle it."""
-    return [f"{nodeid}: {reason}" for reason in inconclusive_reasons(data)]
-
-
-def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
-    """:func:`inconclusive_lines` without the test's name."""
-    lines = []
-    for entry in data.get("inconclusive", ()):
-        probe, kind = str(entry.get("probe")), BudgetKind(entry.get("kind", "slope"))
-        per_iter = kind is BudgetKind.SLOPE
-        budget = f"{probe}{kind.suffix}={fmt(probe, entry.get('limit'), per_iter=per_iter)}"
-        measured = fmt(probe, entry.get("measured"), per_iter=per_iter)
-        line = (f"{budget} inconclusive (measured {measured}) after "
-                f"{data.get('iterations')} iterations, {stopped_text(data.get('stopped'))}")
-        ways = _settle_ways(entry, data)
-        lines.append(line + ("; settle it with " + "; or ".join(ways) if ways else ""))
+def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
+    """The asyncio tasks started during the evidence rerun and still pending."""
+    if not tasks:
+        return ["  no asyncio task started during these iterations is still pending"]
+    lines = ["  asyncio tasks started and still pending:"]
+    for t in tasks:
+        where = [f"{short_path(t[k + '_file'])}:{t[k + '_line']}" if k + "_file" in t else "?"
+                 for k in ("defined", "waiting", "created")]
+        lines.append(f"    {t['count']} x {t['coroutine']} ({t['per_iter']}/iter), defined at "
+                     f"{where[0]}, waiting at {where[1]}, created at {where[2]}"
+                     + (f" in {t['created_function']}" if t.get("created_function") else ""))
+        if t.get("created_code"):
+            lines.append(f"        {t['created_code']}")
     return lines
-
-
-def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
-    """Readable per-test properties for JUnit XML (user_properties), one set per probe:
-    ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
-    verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
-    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
-               StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
-               ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
-               else ProbeVerdict.PASS).value
-    props = [("membudget.verdict", overall),
-             ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
-                                      f"warm-up ({data.get('stopped')})")]
-    props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
-    for name, probe in data.get("probes", {}).items():
-        lo, hi = probe.get("ci") or [None, None]
-        props += [
-            (f"membudget.{name}.slope", f"{fmt(name, probe.get('slope'), per_iter=True)} "
-                                        f"[{fmt(name, lo, per_iter=True)}, "
-                                        f"{fmt(name, hi, per_iter=True)}]"),
-            (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
-            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
-            (f"membudget.{name}.verdict", str(probe.get("verdict"))),
-        ]
-    return props

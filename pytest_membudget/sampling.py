@@ -128,8 +128,17 @@ class ProbeSet:
         self.timing = probes.get("iter_time")
 
     def start(self) -> None:
-        for probe in self.probes.values():
-            probe.start()
+        """Start every probe; when one cannot start, stop those that did (tracing, frozen
+        state) before the error goes on."""
+        started = []
+        try:
+            for probe in self.probes.values():
+                probe.start()
+                started.append(probe)
+        except BaseException:
+            for probe in reversed(started):
+                probe.stop()
+            raise
 
     def before_window(self) -> None:
         for probe in self.probes.values():

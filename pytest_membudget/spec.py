@@ -250,11 +250,24 @@ def parse_confidence(value: object, where: str) -> float:
     return value
 
 
+#: The devices the cuda_* probes can read: "cuda" (the current one), "cuda:N" or an index N.
+_CUDA_DEVICE = re.compile(r"cuda(:[0-9]+)?|[0-9]+")
+
+
 def parse_device(value: object, where: str) -> str | None:
+    """A CUDA device as text; a torch.device is taken by its text."""
     if value is None or value == "":
         return None
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        return str(value)
+    text = value if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        text = str(value)
+    elif isinstance(getattr(value, "type", None), str) and not isinstance(value, str):
+        text = str(value)  # torch.device("cuda:1") -> "cuda:1"
+    if text is not None and _CUDA_DEVICE.fullmatch(text.strip()):
+        return text.strip()
+    if text is not None and text.strip():
+        raise SpecError(f"device={value!r} {where}: not a CUDA device; the cuda_* probes "
+                        "read 'cuda' (the current one), 'cuda:N' or an index N such as 0")
     raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
 
 

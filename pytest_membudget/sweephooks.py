@@ -146,7 +146,7 @@ class SweepHooks:
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         outcome = item.stash.get(OUTCOME_KEY, None)
         if call.when == "call" and outcome is not None and outcome.result is not None:
-            from pytest_membudget.report import junit_properties
+            from pytest_membudget.summary import junit_properties
 
             item.user_properties.extend(junit_properties(outcome.result.to_dict()))
         report: pytest.TestReport = yield

@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pytest_membudget.report import _short, failure_message, fmt, table
+from pytest_membudget.figures import fmt, short_path, table
+from pytest_membudget.report import failure_message
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 if TYPE_CHECKING:
@@ -57,9 +58,9 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
     kind = top.get("kind")
     if kind == "site":
         code = f"  {top['code']}" if top.get("code") else ""
-        via = (f" (called from {_short(str(top['via_file']))}:{top['via_line']})"
+        via = (f" (called from {short_path(str(top['via_file']))}:{top['via_line']})"
                if top.get("via_file") else "")
-        return (f"{_short(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
+        return (f"{short_path(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
                 f"({per_call('heap', top.get('per_iter'))}){via}{code}")
     if kind == "thread":
         return f"thread {top.get('name')} (target {top.get('target')}) still alive"

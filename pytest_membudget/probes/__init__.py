@@ -13,6 +13,11 @@ from typing import Any
 from pytest_membudget.catalog import PROBES
 
 
+class ProbeError(RuntimeError):
+    """A probe that cannot measure where it was started; the message says why and what to
+    do (the fixture names the test)."""
+
+
 class Probe:
     """Base class: override ``read``; the other hooks are optional."""
 
@@ -28,7 +33,7 @@ class Probe:
         return None
 
     def start(self) -> None:
-        """Before warm-up."""
+        """Before warm-up; raises :class:`ProbeError` when it cannot measure here."""
 
     def before_window(self) -> None:
         """After warm-up, right before the first measured sample."""

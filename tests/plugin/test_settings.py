@@ -45,10 +45,11 @@ def test_every_option_is_covered_here() -> None:
     # compare, compare_fail), test_gating_plot.py (plot).
     tested |= {"json", "json_samples", "storage", "save", "save_overwrite", "autosave",
                "compare", "compare_fail", "plot"}
+    # test_inconclusive.py reads strict from the flag, the ini key and the marker.
+    tested |= {"strict"}
     # The sweep's keys: test_sweep_repeats.py (sweep, its ini key and bad values),
     # test_sweep_neighbours.py (sweep_seconds).
     tested |= {"sweep", "sweep_seconds"}
-    tested.add("strict")  # test_inconclusive.py
     assert {o.key for o in OPTIONS} <= tested
 
 

@@ -64,9 +64,9 @@ def test_cuda_device_only_from_an_imported_torch(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     assert jsonreport.cuda_device() is None
 
-    class Cuda:
+    class Cuda:  # a process that has used CUDA
         @staticmethod
-        def is_available() -> bool:
+        def is_initialized() -> bool:
             return True
 
         @staticmethod

@@ -18,10 +18,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary",),
     ("catalog", "spec", "settings"),
     ("fit", "verdict", "screening"),
-    ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence"),
+    ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence", "taskevidence"),
     ("results", "baseline", "sweep"),
-    ("report", "comparetext", "jsonreport", "plots", "storage", "gating",
-     "distributed", "sweepreport"),
+    ("figures", "report", "summary", "comparetext", "jsonreport", "plots", "storage", "gating",
+     "distributed", "exporters", "sweepreport"),
     ("plugin", "fixture", "cli", "__init__", "__main__", "housekeeping", "sweephooks"),
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}

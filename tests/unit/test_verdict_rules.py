@@ -50,6 +50,14 @@ def test_flat_noise_far_above_the_resolution_never_fails() -> None:
     assert flagged == []
 
 
+def test_noise_too_wide_to_rule_out_growth_is_not_a_clear_pass() -> None:
+    # The same noise: the slope estimate is near zero, but the upper bound allows growth
+    # that would add up over a long run, so an auto run must go on rather than pass.
+    statuses = {status(50e6 + np.random.default_rng(seed).normal(0, 60 * KIB, N))
+                for seed in range(30)}
+    assert statuses == {AMBIGUOUS}
+
+
 # -- the resolution ------------------------------------------------------------------------
 
 

@@ -1,0 +1,42 @@
+"""The parsing of memory_stats and snapshots against data captured on a real device by
+bench/cuda_capture.py (committed under tests/unit/data/cuda/; see its CAPTURED.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_membudget.cudaevidence import live_window_blocks
+from pytest_membudget.probes.cuda import STAT_KEYS, stat
+
+DATA = Path(__file__).parent / "data" / "cuda"
+pytestmark = pytest.mark.skipif(
+    not (DATA / "capture.json").exists(),
+    reason="no captured data yet: run bench/cuda_capture.py on a CUDA device and commit its "
+           "files under tests/unit/data/cuda/")
+
+
+def load(name: str) -> Any:
+    return json.loads((DATA / name).read_text())
+
+
+def test_every_probe_key_is_in_a_real_memory_stats() -> None:
+    stats = load("memory_stats.json")
+    steps = load("capture.json")["steps"]
+    assert set(STAT_KEYS.values()) <= set(stats)
+    assert stat(stats, "cuda_small_pool") >= steps * 16 * 1024
+    assert stat(stats, "cuda_large_pool") >= steps * 3 * 1024**2
+    assert stat(stats, "cuda_large_blocks") >= steps
+
+
+def test_evidence_names_both_leaking_lines_and_nothing_else_of_the_workload() -> None:
+    facts = load("capture.json")
+    rows = live_window_blocks(load("snapshot.json"))
+    name = Path(facts["file"]).name
+    mine = {(r["line"], r["pool"], r["blocks"]) for r in rows if Path(r["file"]).name == name}
+    lines = facts["lines"]
+    assert mine == {(lines["small"], "small", facts["steps"]),
+                    (lines["large"], "large", facts["steps"])}
