@@ -16,7 +16,7 @@ import contextlib
 import io
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -27,9 +27,51 @@ CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary", "capteesys
 SILENT = logging.CRITICAL + 1
 
 
+class Wrap:
+    """Makes the repeated body: the test's call between the resets."""
+
+    def __init__(self, before: list[Callable[[], None]], after: list[Callable[[], None]]
+                 ) -> None:
+        self.before, self.after = before, after
+
+    def synchronous(self, call: Callable[[], object]) -> Callable[[], None]:
+        before, after = self.before, self.after
+
+        def body() -> None:
+            for step in before:
+                step()
+            try:
+                # A fresh warnings state per call: the filters the call adds are dropped
+                # after it, and "default" filters warn again as on a first call (entering
+                # clears the registries of warnings already shown).
+                with warnings.catch_warnings():
+                    call()
+            finally:
+                for step in after:
+                    step()
+
+        return body
+
+    def asynchronous(self, call: Callable[[], Awaitable[object]]
+                     ) -> Callable[[], Awaitable[None]]:
+        before, after = self.before, self.after
+
+        async def body() -> None:
+            for step in before:
+                step()
+            try:
+                with warnings.catch_warnings():
+                    await call()
+            finally:
+                for step in after:
+                    step()
+
+        return body
+
+
 class Housekeeping:
-    """``with Housekeeping(item) as wrap: body = wrap(call)``: ``body`` runs ``call`` between
-    the resets."""
+    """``with Housekeeping(item) as wrap: body = wrap.synchronous(call)``: ``body`` runs
+    ``call`` between the resets (``wrap.asynchronous`` for a coroutine function)."""
 
     def __init__(self, item: pytest.Function) -> None:
         self.item = item
@@ -38,30 +80,12 @@ class Housekeeping:
         self.before: list[Callable[[], None]] = []
         self.after: list[Callable[[], None]] = []
 
-    def __enter__(self) -> Callable[[Callable[[], object]], Callable[[], None]]:
+    def __enter__(self) -> Wrap:
         self._output()
         self._logging()
         self._warnings()
         self._monkeypatch()
-        before, after = self.before, self.after
-
-        def wrap(call: Callable[[], object]) -> Callable[[], None]:
-            def body() -> None:
-                for step in before:
-                    step()
-                try:
-                    # A fresh warnings state per call: the filters the call adds are
-                    # dropped after it, and "default" filters warn again as on a first
-                    # call (entering clears the registries of warnings already shown).
-                    with warnings.catch_warnings():
-                        call()
-                finally:
-                    for step in after:
-                        step()
-
-            return body
-
-        return wrap
+        return Wrap(self.before, self.after)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:

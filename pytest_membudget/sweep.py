@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from pytest_membudget.catalog import PROBES
-from pytest_membudget.results import MembudgetResult, _finite, build_result
+from pytest_membudget.results import MembudgetResult, build_result
 from pytest_membudget.runner import capacity_for, measure
 from pytest_membudget.sampling import Measurement
 from pytest_membudget.screening import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
 from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
+from pytest_membudget.sweepoutcome import SweepOutcome, describe
 from pytest_membudget.verdict import Verdict
 from pytest_membudget.vocabulary import (
     BudgetKind,
@@ -27,57 +27,14 @@ from pytest_membudget.vocabulary import (
     GcPolicy,
     NotRepeatable,
     Phase,
-    ProbeKind,
     Remedy,
     StopReason,
     SweepVerdict,
 )
 
+T = TypeVar("T")
 #: Where the sweep's own budgets come from, in results and messages.
 SOURCE = "from the membudget sweep"
-
-
-@dataclass
-class SweepOutcome:
-    """How one test came out of the sweep: data, turned into text at the edge."""
-
-    verdict: SweepVerdict
-    #: Probes the screen flagged, each with its growth over the screen.
-    flagged: dict[str, float] = field(default_factory=dict)
-    #: Repeats made after the test's own first call (screen and full verdict).
-    calls: int = 0
-    seconds: float = 0.0
-    #: Of ``seconds``, those of the screen (the rest: the full verdict and its evidence).
-    screen_seconds: float = 0.0
-    #: The seconds the sweep allowed itself for this test, and what bounded them.
-    allowed: float = 0.0
-    bound: CutShort = CutShort.SWEEP_SECONDS
-    #: Seconds of the test's own first call.
-    first_call: float = 0.0
-    result: MembudgetResult | None = None
-    reason: NotRepeatable | None = None
-    #: The exception that ended the repeats, as ``Type: message``.
-    detail: str = ""
-    #: The repeat (1 = the first after the test's own call) that raised.
-    failed_call: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "verdict": self.verdict.value,
-            "flagged": dict(self.flagged),
-            "calls": self.calls,
-            "seconds": round(self.seconds, 6),
-            "screen_seconds": round(self.screen_seconds, 6),
-            "allowed": round(self.allowed, 3),
-            "bound": self.bound.value,
-            "first_call": round(self.first_call, 6),
-        }
-        if self.reason is not None:
-            data.update(reason=self.reason.value, detail=self.detail,
-                        failed_call=self.failed_call)
-        if self.result is not None:
-            data["leaks"] = leak_summary(self.result)
-        return data
 
 
 class ScreenMeasurement(Measurement):
@@ -98,12 +55,15 @@ class Repetition:
     calls: int = 0
 
 
-def repeat(spec: BudgetSpec, names: tuple[str, ...], body: Callable[[], object],
-           catch: tuple[type[BaseException], ...], *, unmeasured: int = 0,
-           storage: type[Measurement] = Measurement) -> Repetition:
-    """Call ``body`` ``unmeasured`` times, then as :func:`runner.measure` asks, sampling
-    ``names``; stop at the first exception of ``catch`` and hand it back instead of raising
-    it."""
+Steps = Generator[None, None, T]
+
+
+def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseException], ...],
+           *, unmeasured: int = 0, storage: type[Measurement] = Measurement
+           ) -> Steps[Repetition]:
+    """Yield once per call of the body: ``unmeasured`` calls, then as :func:`runner.measure`
+    asks, sampling ``names``. A call's exception of ``catch``, thrown in by the driver, stops
+    the repeats and is handed back instead of raised."""
     from pytest_membudget.probes import create
 
     options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
@@ -116,12 +76,12 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], body: Callable[[], object],
     gc.freeze()
     try:
         for _ in range(unmeasured):
-            body()
+            yield
             done.calls += 1
         loop = measure(spec, probes, m)
         try:
             for _ in loop:
-                body()
+                yield
                 done.calls += 1
         except catch as exc:
             loop.close()
@@ -131,6 +91,42 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], body: Callable[[], object],
     finally:
         gc.unfreeze()
     return done
+
+
+def drive(steps: Steps[T], body: Callable[[], object]) -> T:
+    """Call ``body`` at each step; its exceptions go into the steps, which decide."""
+    try:
+        next(steps)
+        while True:
+            try:
+                body()
+            except BaseException as exc:  # the steps catch what they can
+                steps.throw(exc)
+            else:
+                next(steps)
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+
+
+async def drive_async(steps: Steps[T], body: Callable[[], Awaitable[object]]) -> T:
+    """:func:`drive` for a coroutine body, in the running event loop: each call is awaited,
+    and the loop has one turn to run what it scheduled before the sample (as aiterate)."""
+    import asyncio
+
+    try:
+        next(steps)
+        while True:
+            try:
+                await body()
+                await asyncio.sleep(0)
+            except BaseException as exc:  # the steps catch what they can
+                steps.throw(exc)
+            else:
+                next(steps)
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
 
 
 def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
@@ -152,8 +148,19 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                                        strict=False))
 
 
-def sweep_test(
-    body: Callable[[], object],
+def sweep_test(body: Callable[[], object], **settings: Any) -> SweepOutcome:
+    """Screen ``body`` (the test's call with its fixtures bound), then judge it fully if the
+    screen flags it; ``settings`` as :func:`sweep_steps` takes them."""
+    return drive(sweep_steps(**settings), body)
+
+
+async def sweep_test_async(body: Callable[[], Awaitable[object]],
+                           **settings: Any) -> SweepOutcome:
+    """:func:`sweep_test` for an async test body, in the running event loop."""
+    return await drive_async(sweep_steps(**settings), body)
+
+
+def sweep_steps(
     *,
     run: RunSettings,
     defaults: tuple[Budget, ...],
@@ -162,9 +169,9 @@ def sweep_test(
     bound: CutShort,
     catch: tuple[type[BaseException], ...],
     classify: Callable[[BaseException], NotRepeatable],
-) -> SweepOutcome:
-    """Screen ``body`` (the test's call with its fixtures bound), then judge it fully if the
-    screen flags it, all within ``allowed`` seconds."""
+) -> Steps[SweepOutcome]:
+    """The sweep of one test, a step per call of its body: the screen, then the full verdict
+    if the screen flags it, all within ``allowed`` seconds."""
     started = time.perf_counter()
     outcome = SweepOutcome(SweepVerdict.CLEAN, allowed=allowed, bound=bound,
                            first_call=first_call)
@@ -187,8 +194,8 @@ def sweep_test(
     if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         outcome.verdict = SweepVerdict.CUT_SHORT
         return finish()
-    screen = repeat(spec, SCREEN_PROBES, body, catch, unmeasured=SCREEN_WARMUP - 1,
-                    storage=ScreenMeasurement)
+    screen = yield from repeat(spec, SCREEN_PROBES, catch, unmeasured=SCREEN_WARMUP - 1,
+                               storage=ScreenMeasurement)
     outcome.calls = screen.calls
     outcome.screen_seconds = time.perf_counter() - started
     if screen.error is not None:
@@ -201,8 +208,8 @@ def sweep_test(
     if left <= 0:
         outcome.verdict = SweepVerdict.CUT_SHORT
         return finish()
-    full = repeat(full_spec(run, outcome.flagged, defaults, left), tuple(outcome.flagged),
-                  body, catch)
+    full = yield from repeat(full_spec(run, outcome.flagged, defaults, left),
+                             tuple(outcome.flagged), catch)
     outcome.calls += full.calls
     m = full.measurement
     if full.error is not None and m.phase is not Phase.EVIDENCE:
@@ -231,49 +238,3 @@ def verdict_of(result: MembudgetResult) -> SweepVerdict:
     return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
 
 
-def describe(error: BaseException) -> str:
-    """``Type: first line of the message`` (at most 200 characters)."""
-    text = str(error).strip().splitlines()
-    message = text[0] if text else ""
-    line = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return line if len(line) <= 200 else line[:197] + "..."
-
-
-def leak_summary(result: MembudgetResult) -> dict[str, Any]:
-    """What the leak table shows of a judged test: each failing slope budget's probe, slope
-    and bounds, the growth per call in bytes where a probe or the evidence measured it (the
-    table's rank), and the top line of the evidence."""
-    failing = [o for o in result.failures if o.kind is BudgetKind.SLOPE]
-    probes: list[dict[str, Any]] = [
-        {"probe": o.probe, "unit": PROBES[o.probe].unit, "slope": _finite(o.measured),
-         "lower": _finite(result.probes[o.probe].ci[0]),
-         "upper": _finite(result.probes[o.probe].ci[1])} for o in failing]
-    byte_slopes = [o.measured for o in failing
-                   if PROBES[o.probe].kind is ProbeKind.BYTES and _finite(o.measured) is not None]
-    evidence = result.evidence_data
-    sites = evidence.get("sites") or []
-    done = evidence.get("iterations") or 0
-    if sites and done:
-        byte_slopes.append(sum(s["bytes"] for s in sites) / done)
-    return {"probes": probes, "bytes_per_call": max(byte_slopes) if byte_slopes else None,
-            "evidence": top_evidence(evidence, tuple(o.probe for o in failing))}
-
-
-def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
-                 ) -> dict[str, Any] | None:
-    """The first line of the evidence: the first thread or descriptor left open when those
-    probes fail, else the top growing allocation site, else what kept the evidence away."""
-    if "error" in evidence:
-        return {"kind": "error", "text": evidence["error"]}
-    if "threads" in failing and evidence.get("threads"):
-        return {"kind": "thread", **evidence["threads"][0]}
-    if "fds" in failing and evidence.get("fds"):
-        return {"kind": "fd", "target": evidence["fds"][0]}
-    sites = evidence.get("sites")
-    if sites:
-        top = sites[0]
-        return {"kind": "site", **{k: top.get(k) for k in (
-            "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}}
-    if sites is not None:
-        return {"kind": "native"}
-    return None

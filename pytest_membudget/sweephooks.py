@@ -21,7 +21,8 @@ import pytest
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.housekeeping import Housekeeping
 from pytest_membudget.settings import Settings
-from pytest_membudget.sweep import SweepOutcome, leak_summary, sweep_test
+from pytest_membudget.sweep import sweep_test, sweep_test_async
+from pytest_membudget.sweepoutcome import SweepOutcome, leak_summary
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 #: The opt-out marker: ``@pytest.mark.no_membudget_sweep(reason="...")``.
@@ -36,6 +37,8 @@ CAUGHT: tuple[type[BaseException], ...] = (
 
 OUTCOME_KEY = pytest.StashKey[SweepOutcome]()
 TIMER_KEY = pytest.StashKey[tuple[float, float]]()
+#: Set while an async test runs through the sweep's coroutine (pytest_runtest_call).
+ASYNC_KEY = pytest.StashKey[bool]()
 
 
 def _classify(error: BaseException) -> NotRepeatable:
@@ -61,8 +64,6 @@ def _item_reason(item: pytest.Item) -> NotRepeatable:
         return NotRepeatable.DOCTEST
     if "TestCaseFunction" in kinds:
         return NotRepeatable.UNITTEST
-    if isinstance(item, pytest.Function) and _is_async(item):
-        return NotRepeatable.ASYNC
     return NotRepeatable.OTHER_ITEM
 
 
@@ -108,18 +109,49 @@ class SweepHooks:
             return SweepOutcome(SweepVerdict.OWN_BUDGETS)
         if item.get_closest_marker(OPT_OUT) is not None:
             return SweepOutcome(SweepVerdict.OPTED_OUT)
-        reason = None
         if item.get_closest_marker("xfail") is not None:
-            reason = NotRepeatable.XFAIL_MARKED
-        elif _is_async(item):
-            reason = NotRepeatable.ASYNC
-        if reason is not None:
-            return SweepOutcome(SweepVerdict.NOT_REPEATABLE, reason=reason)
+            return SweepOutcome(SweepVerdict.NOT_REPEATABLE, reason=NotRepeatable.XFAIL_MARKED)
         return None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        """An async test: the async plugin (pytest-asyncio, anyio) runs, in its event loop, a
+        coroutine function put in place of the test's, which awaits the test's own call and
+        then sweeps it there. A test no async plugin runs fails on its own, unswept."""
+        if not (isinstance(item, pytest.Function) and self.own_budgets(item) is None
+                and _is_async(item) and inspect.iscoroutinefunction(item.obj)):
+            return (yield)
+        body = item.obj
+        item.obj = self._async_test(item, body)
+        item.stash[ASYNC_KEY] = True
+        try:
+            return (yield)
+        finally:
+            item.obj = body
+
+    def _async_test(self, item: pytest.Function, body: Callable[..., Any]
+                    ) -> Callable[..., Any]:
+        async def membudget_sweep(**kwargs: Any) -> None:
+            begin = time.perf_counter()
+            await body(**kwargs)  # the test's own call: whatever it raises is its outcome
+            first_call = time.perf_counter() - begin
+            outcome = self._not_swept(item)
+            if outcome is None:
+                allowed, bound = self._allowed(item)
+                with Housekeeping(item) as wrap:
+                    outcome = await sweep_test_async(
+                        wrap.asynchronous(lambda: body(**kwargs)), run=self.settings.run,
+                        defaults=self.settings.budgets, first_call=first_call,
+                        allowed=allowed, bound=bound, catch=CAUGHT, classify=_classify)
+            item.stash[OUTCOME_KEY] = outcome
+
+        return membudget_sweep
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[
             None, object, object]:
+        if pyfuncitem.stash.get(ASYNC_KEY, False):
+            return (yield)  # swept by the coroutine pytest_runtest_call put in
         begin = time.perf_counter()
         result = yield  # the test's own call: whatever it raises is its outcome
         first_call = time.perf_counter() - begin
@@ -135,7 +167,7 @@ class SweepHooks:
         allowed, bound = self._allowed(item)
         with Housekeeping(item) as wrap:
             return sweep_test(
-                wrap(lambda: function(**kwargs)), run=self.settings.run,
+                wrap.synchronous(lambda: function(**kwargs)), run=self.settings.run,
                 defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
                 bound=bound, catch=CAUGHT, classify=_classify)
 

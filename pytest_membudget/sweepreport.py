@@ -24,8 +24,6 @@ REASONS = {
     NotRepeatable.SKIPPED: "repeat {call} skipped ({detail})",
     NotRepeatable.XFAILED: "repeat {call} xfailed ({detail})",
     NotRepeatable.XFAIL_MARKED: "marked xfail: its outcome is expected to change",
-    NotRepeatable.ASYNC: "async test: the sweep repeats sync test bodies only, as the "
-                         "membudget marker does",
     NotRepeatable.DOCTEST: "doctest: its examples run once, in one namespace",
     NotRepeatable.UNITTEST: "unittest.TestCase method: setUp and tearDown belong to each "
                             "run, so it is not repeated in place",

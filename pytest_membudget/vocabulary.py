@@ -150,8 +150,6 @@ class NotRepeatable(str, Enum):
     XFAILED = "xfailed"
     #: the test is marked xfail: its outcome is expected to change
     XFAIL_MARKED = "xfail marker"
-    #: an async test: the sweep repeats sync test bodies only, as the marker does
-    ASYNC = "async"
     #: a doctest: its examples run once, in one namespace
     DOCTEST = "doctest"
     #: a unittest.TestCase method: setUp and tearDown belong to each run of it

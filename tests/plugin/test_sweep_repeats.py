@@ -146,7 +146,7 @@ def test_opt_out_marker_and_own_budgets(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*1 opted out, 2 own budgets*"])
 
 
-def test_xfail_marked_and_async_tests_are_not_repeated(pytester: pytest.Pytester) -> None:
+def test_xfail_marked_tests_are_not_repeated(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         import pytest
         KEEP = []
@@ -161,21 +161,35 @@ def test_xfail_marked_and_async_tests_are_not_repeated(pytester: pytest.Pytester
         ("test_xpass", "xfail marker")]
 
 
-def test_async_tests_are_listed_not_repeated(pytester: pytest.Pytester) -> None:
+def test_async_tests_are_repeated_in_their_event_loop(pytester: pytest.Pytester) -> None:
     pytest.importorskip("pytest_asyncio")
     pytester.makeini("[pytest]\nasyncio_mode = auto\n"
-                     "asyncio_default_fixture_loop_scope = function\n")
+                     "asyncio_default_fixture_loop_scope = function\n"
+                     "membudget_evidence = false\n")
     pytester.makepyfile("""
+        import asyncio
+        KEEP = []
         CALLS = []
 
-        async def test_coroutine():
+        async def test_async_leak():
+            await asyncio.sleep(0)
+            KEEP.append([])
+
+        async def test_async_clean():
+            await asyncio.sleep(0)
+            data = [{} for _ in range(10)]
+
+        async def test_async_once():
             CALLS.append(1)
             assert len(CALLS) == 1
     """)
     result, section = sweep_section(pytester, "--membudget-sweep")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED *test_async_leak*"])
+    assert [e["test"].split("::")[-1] for e in section["leaks"]] == ["test_async_leak"]
     assert [(e["test"].split("::")[-1], e["reason"]) for e in section["not_repeatable"]] == [
-        ("test_coroutine", "async")]
+        ("test_async_once", "raised")]
+    assert section["counts"]["clean"] == 1
 
 
 def test_a_teardown_broken_by_the_repeats_is_not_an_error(pytester: pytest.Pytester) -> None:

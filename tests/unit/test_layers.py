@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("catalog", "spec", "settings"),
     ("fit", "verdict", "screening"),
     ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence", "taskevidence"),
-    ("results", "baseline", "sweep"),
+    ("results", "baseline", "sweep", "sweepoutcome"),
     ("figures", "report", "summary", "comparetext", "jsonreport", "plots", "storage", "gating",
      "distributed", "exporters", "sweepreport"),
     ("plugin", "fixture", "cli", "__init__", "__main__", "housekeeping", "sweephooks"),
