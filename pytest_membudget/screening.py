@@ -17,15 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.catalog import PAGE
+from pytest_membudget.spec import SCREEN_CALLS, SCREEN_WARMUP
+
+__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators).
 SCREEN_PROBES = ("py_blocks", "gc_objects", "malloc", "threads", "fds", "rss")
-#: Calls after the test's own first call before the screen's first sample: lazy imports,
-#: first-call caches, interned names.
-SCREEN_WARMUP = 2
-#: Calls measured by the screen (deltas judged).
-SCREEN_CALLS = 8
 
 
 @dataclass(frozen=True)

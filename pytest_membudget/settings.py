@@ -16,6 +16,7 @@ import pytest
 from pytest_membudget.spec import (
     MIN_VERDICT_ITERATIONS,
     RUN_KEYS,
+    SCREEN_CALLS,
     Budget,
     RunSettings,
     SpecError,
@@ -23,6 +24,7 @@ from pytest_membudget.spec import (
     parse_budget_line,
     parse_run_value,
     parse_seconds,
+    positive_int,
 )
 from pytest_membudget.vocabulary import SweepMode
 
@@ -117,6 +119,10 @@ OPTIONS: tuple[Option, ...] = (
            "(the flag alone) fails the leaking tests, 'report' fails nothing and lists them, "
            "'off'; see docs/sweep.md", "off", kind="optional", metavar="fail|report|off",
            const="fail"),
+    Option("sweep_screen", "calls the sweep's screen measures after its warm-up: a test is "
+           "flagged for the full verdict when it grew on every one (threads and descriptors: "
+           "overall); more calls cost more and see rarer growth", str(SCREEN_CALLS),
+           metavar="N"),
     Option("sweep_seconds", "most seconds the sweep spends repeating one test (its screen and "
            "full verdict); under pytest-timeout it also keeps within half the test's timeout",
            "10", metavar="S"),
@@ -132,6 +138,7 @@ class Settings:
     require_cuda: bool = False
     sweep: SweepMode = SweepMode.OFF
     sweep_seconds: float = 10.0
+    sweep_screen: int = SCREEN_CALLS
 
 
 def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
@@ -199,9 +206,12 @@ def resolve(config: pytest.Config) -> Settings:
         sweep = parse_sweep(*raw_value(config, option_by_key("sweep")))
         raw_seconds, where = raw_value(config, option_by_key("sweep_seconds"))
         sweep_seconds = parse_seconds("sweep_seconds", raw_seconds, where)
+        raw_screen, where = raw_value(config, option_by_key("sweep_screen"))
+        sweep_screen = positive_int("sweep_screen", raw_screen, where, minimum=2)
     except SpecError as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
-    return Settings(RunSettings(**values), budgets, disable, require_cuda, sweep, sweep_seconds)
+    return Settings(RunSettings(**values), budgets, disable, require_cuda, sweep, sweep_seconds,
+                    sweep_screen)
 
 
 _SWEEP_WORDS = {"true": SweepMode.FAIL, "yes": SweepMode.FAIL, "on": SweepMode.FAIL,

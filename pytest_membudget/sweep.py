@@ -8,6 +8,7 @@ which exceptions end the repeats (``catch``) and how to name them (``classify``)
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -129,6 +130,14 @@ async def drive_async(steps: Steps[T], body: Callable[[], Awaitable[object]]) ->
         return result
 
 
+@functools.lru_cache(maxsize=1)
+def screen_probes() -> tuple[str, ...]:
+    """The screen's probes that can be read on this system (``malloc`` needs glibc)."""
+    from pytest_membudget.probes import create
+
+    return tuple(name for name in SCREEN_PROBES if create(name).unavailable() is None)
+
+
 def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
     """A fixed, short run, sampled after every call, budgets none: the screen reads the
     samples itself. Its warm-up calls are made before the run (``repeat``'s
@@ -169,6 +178,7 @@ def sweep_steps(
     bound: CutShort,
     catch: tuple[type[BaseException], ...],
     classify: Callable[[BaseException], NotRepeatable],
+    screen_calls: int = SCREEN_CALLS,
 ) -> Steps[SweepOutcome]:
     """The sweep of one test, a step per call of its body: the screen, then the full verdict
     if the screen flags it, all within ``allowed`` seconds."""
@@ -189,12 +199,12 @@ def sweep_steps(
         outcome.seconds = time.perf_counter() - started
         return outcome
 
-    spec = screen_spec(run)
+    spec = screen_spec(run, screen_calls)
     # The screen is fixed-length: a body too slow for it within the time is not started.
     if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         outcome.verdict = SweepVerdict.CUT_SHORT
         return finish()
-    screen = yield from repeat(spec, SCREEN_PROBES, catch, unmeasured=SCREEN_WARMUP - 1,
+    screen = yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
                                storage=ScreenMeasurement)
     outcome.calls = screen.calls
     outcome.screen_seconds = time.perf_counter() - started

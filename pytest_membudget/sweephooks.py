@@ -142,7 +142,8 @@ class SweepHooks:
                     outcome = await sweep_test_async(
                         wrap.asynchronous(lambda: body(**kwargs)), run=self.settings.run,
                         defaults=self.settings.budgets, first_call=first_call,
-                        allowed=allowed, bound=bound, catch=CAUGHT, classify=_classify)
+                        allowed=allowed, bound=bound, catch=CAUGHT, classify=_classify,
+                        screen_calls=self.settings.sweep_screen)
             item.stash[OUTCOME_KEY] = outcome
 
         return membudget_sweep
@@ -169,7 +170,8 @@ class SweepHooks:
             return sweep_test(
                 wrap.synchronous(lambda: function(**kwargs)), run=self.settings.run,
                 defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
-                bound=bound, catch=CAUGHT, classify=_classify)
+                bound=bound, catch=CAUGHT, classify=_classify,
+                screen_calls=self.settings.sweep_screen)
 
     # -- reports ---------------------------------------------------------------------------
 

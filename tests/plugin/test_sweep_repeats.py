@@ -236,6 +236,24 @@ def test_the_ini_key_and_bad_values(pytester: pytest.Pytester) -> None:
     seconds.stderr.fnmatch_lines(["*sweep_seconds='never'*expected a number of seconds*"])
 
 
+def test_the_screen_length(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        CALLS = [0]  # a count, not a growing list: the test is clean
+
+        def test_six_calls_at_most():
+            CALLS[0] += 1
+            assert CALLS[0] <= 6
+    """)
+    # The default screen: its own call, 2 warm-up calls, 8 measured; the 7th call raises.
+    result, section = sweep_section(pytester, "--membudget-sweep")
+    assert [e["failed_call"] for e in section["not_repeatable"]] == [6]
+    # A screen of 3: its own call and 2 + 3 repeats.
+    result, section = sweep_section(pytester, "--membudget-sweep", "--membudget-sweep-screen=3")
+    assert section["counts"] == {"clean": 1}
+    bad = pytester.runpytest_subprocess(*ARGS, "--membudget-sweep-screen=1")
+    bad.stderr.fnmatch_lines(["*sweep_screen='1' from --membudget-sweep-screen: must be >= 2*"])
+
+
 def test_a_bare_flag_before_a_path_is_the_flag_alone(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_one="""
         KEEP = []
