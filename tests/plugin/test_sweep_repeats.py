@@ -245,10 +245,10 @@ def test_the_screen_length(pytester: pytest.Pytester) -> None:
             assert CALLS[0] <= 6
     """)
     # The default screen: its own call, 2 warm-up calls, 8 measured; the 7th call raises.
-    result, section = sweep_section(pytester, "--membudget-sweep")
+    _, section = sweep_section(pytester, "--membudget-sweep")
     assert [e["failed_call"] for e in section["not_repeatable"]] == [6]
     # A screen of 3: its own call and 2 + 3 repeats.
-    result, section = sweep_section(pytester, "--membudget-sweep", "--membudget-sweep-screen=3")
+    _, section = sweep_section(pytester, "--membudget-sweep", "--membudget-sweep-screen=3")
     assert section["counts"] == {"clean": 1}
     bad = pytester.runpytest_subprocess(*ARGS, "--membudget-sweep-screen=1")
     bad.stderr.fnmatch_lines(["*sweep_screen='1' from --membudget-sweep-screen: must be >= 2*"])
