@@ -1,8 +1,8 @@
 """What ``--membudget-sweep`` costs and what it finds.
 
     python bench/sweep.py screen [--repeats 3] [--calls 32]
-    python bench/sweep.py corpus [--repeats 3]
-    python bench/sweep.py suite PATH [--pythonpath DIR] [--repeats 3] [-- PYTEST ARGS]
+    python bench/sweep.py corpus [--repeats 3] [--screens 3,8]
+    python bench/sweep.py suite PATH [--pythonpath DIR] [--repeats 3] [--screens 3,8] [-- ARGS]
 
 ``screen``: the screening data behind the rule. Each detection case (bench/detection) runs in
 one process after the others, as in a suite: its first call, then a screen of ``--calls``
@@ -45,14 +45,14 @@ def screen_one_process(calls: int) -> dict[str, Any]:
     from bench.detection.cases import CASES, close_step
     from pytest_membudget.screening import SCREEN_PROBES
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep import repeat, screen_spec
+    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
 
     try:  # imported before any case, as a suite imports it at collection
         import torch
         torch.set_num_threads(1)
     except ImportError:
         torch = None
-    spec = screen_spec(default_run(), calls=calls, warmup=0)
+    spec = screen_spec(default_run(), calls)
     out: dict[str, Any] = {}
     for name, case in CASES.items():
         if case.needs and torch is None:
@@ -61,7 +61,8 @@ def screen_one_process(calls: int) -> dict[str, Any]:
         try:
             step()
             begin = time.perf_counter()
-            done = repeat(spec, SCREEN_PROBES, step, (Exception,))
+            done = drive(repeat(spec, SCREEN_PROBES, (Exception,),
+                                storage=ScreenMeasurement), step)
             seconds = time.perf_counter() - begin
             series = done.measurement.window()[1]
             out[name] = {"truth": case.truth, "seconds": seconds,
@@ -72,7 +73,8 @@ def screen_one_process(calls: int) -> dict[str, Any]:
     idle = []
     for _ in range(20):
         begin = time.perf_counter()
-        repeat(screen_spec(default_run()), SCREEN_PROBES, lambda: None, (Exception,))
+        drive(repeat(screen_spec(default_run()), SCREEN_PROBES, (Exception,),
+                     storage=ScreenMeasurement), lambda: None)
         idle.append(time.perf_counter() - begin)
     out["__idle__"] = {"seconds": statistics.median(idle)}
     return out
@@ -88,6 +90,8 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
     clean = [n for n in names if runs[0][n]["truth"] == "clean"]
     print(f"Screening rule on the detection corpus ({len(leaks)} leaks, {len(clean)} clean), "
           f"{len(runs)} process(es)")
+    print("  warm-up: calls after the test's own before the screen's first sample; calls: the "
+          "calls measured (deltas judged)")
     print(f"  {'warm-up':>7} {'calls':>5}  {'leaks flagged':>13}  {'clean flagged':>13}  "
           "missed leaks (any run) / flagged clean (any run)")
     for warmup in warmups:
@@ -105,7 +109,7 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
             false = sum(hits.get(n, 0) for n in clean)
             missed = sorted(n for n in leaks if hits.get(n, 0) < total)
             alarms = sorted(n for n in clean if hits.get(n, 0))
-            print(f"  {warmup:>7} {length:>5}  {caught:>6}/{len(leaks) * total:<6}  "
+            print(f"  {warmup + 1:>7} {length:>5}  {caught:>6}/{len(leaks) * total:<6}  "
                   f"{false:>6}/{len(clean) * total:<6}  {', '.join(missed) or '-'} / "
                   f"{', '.join(alarms) or '-'}")
     idle = statistics.median(run["__idle__"]["seconds"] for run in runs)
@@ -176,62 +180,66 @@ def run_pytest(where: Path, args: list[str], env: dict[str, str]) -> tuple[float
 
 
 def compare(where: Path, args: list[str], repeats: int, env: dict[str, str],
-            truth: dict[str, str] | None = None) -> None:
-    plain, swept, documents = [], [], []
+            screens: list[int], truth: dict[str, str] | None = None) -> None:
+    plain: list[float] = []
     plain_codes: list[int] = []
-    sweep_codes: list[int] = []
+    swept: dict[int, list[float]] = {n: [] for n in screens}
+    documents: dict[int, list[dict[str, Any]]] = {n: [] for n in screens}
+    outputs: dict[int, str] = {}
+    report = where / "sweep.json"
     for _ in range(repeats):
-        seconds, output, code = run_pytest(where, args, env)
+        seconds, _output, code = run_pytest(where, args, env)
         plain.append(seconds)
         plain_codes.append(code)
-        report = where / "sweep.json"
-        seconds, output, code = run_pytest(
-            where, [*args, "--membudget-sweep=report", f"--membudget-json={report}"], env)
-        swept.append(seconds)
-        sweep_codes.append(code)
-        if not report.exists():
-            print(output[-3000:])
-            raise SystemExit("the sweep wrote no JSON report")
-        documents.append(json.loads(report.read_text())["sweep"])
-        last_output = output
-    p, s = statistics.median(plain), statistics.median(swept)
-    print(f"wall time, median of {repeats}: plain pytest {p:.2f} s "
-          f"({', '.join(f'{x:.2f}' for x in plain)}); --membudget-sweep=report {s:.2f} s "
-          f"({', '.join(f'{x:.2f}' for x in swept)}); ratio {s / p:.2f}x")
-    print(f"exit codes: plain {plain_codes}, sweep {sweep_codes} (report mode fails nothing: "
-          "the same codes as plain)")
-    last = documents[-1]
-    spent = last["seconds"]
-    print(f"sweep's own time (last run, summed over tests): {spent['sweep']:.2f} s = screens "
-          f"{spent['screen']:.2f} s + full verdicts {spent['full_verdicts']:.2f} s; the tests' "
-          f"own first calls {spent['first_calls']:.2f} s")
-    print(f"counts (last run): {json.dumps(last['counts'])}")
-    full = {}
-    for entry in last["flagged"]:
-        full.setdefault(entry["verdict"], []).append(entry["test"])
-    for verdict, tests in sorted(full.items()):
-        print(f"  flagged, then {verdict}: {len(tests)}")
-    for document in documents:
-        leaks = {e["test"] for e in document["leaks"]}
-        if truth is not None:
+        for n in screens:
+            report.unlink(missing_ok=True)
+            seconds, output, code = run_pytest(
+                where, [*args, "--membudget-sweep=report", f"--membudget-sweep-screen={n}",
+                        f"--membudget-json={report}"], env)
+            if not report.exists():
+                print(output[-3000:])
+                raise SystemExit("the sweep wrote no JSON report")
+            swept[n].append(seconds)
+            documents[n].append(json.loads(report.read_text())["sweep"])
+            outputs[n] = output
+            if code != plain_codes[-1]:
+                print(f"note: exit code {code} with the sweep, {plain_codes[-1]} without")
+    p = statistics.median(plain)
+    print(f"plain pytest: {p:.2f} s (median of {repeats}: "
+          f"{', '.join(f'{x:.2f}' for x in plain)}); exit code {plain_codes[-1]}")
+    for n in screens:
+        s = statistics.median(swept[n])
+        last = documents[n][-1]
+        spent = last["seconds"]
+        flagged: dict[str, int] = {}
+        for entry in last["flagged"]:
+            flagged[entry["verdict"]] = flagged.get(entry["verdict"], 0) + 1
+        print(f"\n--membudget-sweep=report --membudget-sweep-screen={n}: {s:.2f} s "
+              f"({', '.join(f'{x:.2f}' for x in swept[n])}), {s / p:.2f}x plain")
+        print(f"  sweep's own time (last run, summed over tests): {spent['sweep']:.2f} s = "
+              f"screens {spent['screen']:.2f} s + full verdicts {spent['full_verdicts']:.2f} s;"
+              f" the tests' own first calls {spent['first_calls']:.2f} s")
+        print(f"  counts: {json.dumps(last['counts'])}; flagged by the screen: "
+              f"{sum(flagged.values())} ({json.dumps(flagged)})")
+        for document in documents[n]:
+            leaks = {e["test"] for e in document["leaks"]}
+            if truth is None:
+                print(f"  run: {len(leaks)} leaking: {sorted(leaks)}")
+                continue
             caught = sorted(t for t in leaks if truth.get(t) == "leak")
             false = sorted(t for t in leaks if truth.get(t) == "clean")
             missed = sorted(t for t, v in truth.items() if v == "leak" and t not in leaks)
-            print(f"run: leaks caught {len(caught)}/{sum(v == 'leak' for v in truth.values())}"
+            print(f"  run: leaks caught {len(caught)}/{sum(v == 'leak' for v in truth.values())}"
                   f", false alarms {len(false)}/{sum(v == 'clean' for v in truth.values())}"
                   f" {false or ''}; missed: {', '.join(m.split('::')[-1] for m in missed)}")
-        else:
-            print(f"run: {len(leaks)} leaking: {sorted(leaks)}")
-    print("\nlast sweep's table:")
-    lines = last_output.splitlines()
-    start = next((i for i, line in enumerate(lines) if "membudget sweep (" in line), None)
-    if start is not None:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("---")
-                    or lines[i].startswith("===")), len(lines))
-        print("\n".join(lines[start:end]))
-    for entry in last["cut_short"]:
-        print(f"  cut short: {entry['test']} (first call {entry['first_call']:.3f} s, "
-              f"{entry['calls']} repeats)")
+    for n in screens:
+        print(f"\nlast sweep's summary (screen {n}):")
+        lines = outputs[n].splitlines()
+        start = next((i for i, line in enumerate(lines) if "membudget sweep (" in line), None)
+        if start is not None:
+            end = next((i for i in range(start + 1, len(lines))
+                        if lines[i].startswith(("---", "==="))), len(lines))
+            print("\n".join(lines[start:end]))
 
 
 def corpus(args: argparse.Namespace) -> None:
@@ -241,7 +249,7 @@ def corpus(args: argparse.Namespace) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         print(f"Corpus suite: {len(truth)} unmarked tests "
               f"({sum(v == 'leak' for v in truth.values())} leaks)")
-        compare(where, [], args.repeats, env, truth)
+        compare(where, [], args.repeats, env, args.screens, truth)
 
 
 def suite(args: argparse.Namespace) -> None:
@@ -249,7 +257,7 @@ def suite(args: argparse.Namespace) -> None:
     paths = [str(ROOT), *(str(Path(p).resolve()) for p in args.pythonpath)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     print(f"Suite: {where} {' '.join(args.pytest_args)}")
-    compare(where, list(args.pytest_args), args.repeats, env)
+    compare(where, list(args.pytest_args), args.repeats, env, args.screens)
 
 
 def main() -> None:
@@ -263,11 +271,15 @@ def main() -> None:
     process.add_argument("--calls", type=int, default=34)
     on_corpus = commands.add_parser("corpus", help="the corpus as an unmarked suite")
     on_corpus.add_argument("--repeats", type=int, default=3)
+    on_corpus.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
+                           default=[8], help="screen lengths to run, e.g. 3,8")
     on_suite = commands.add_parser("suite", help="any suite: plain against the sweep")
     on_suite.add_argument("path")
     on_suite.add_argument("--pythonpath", action="append", default=[],
                           help="put this directory on PYTHONPATH (e.g. the package's src)")
     on_suite.add_argument("--repeats", type=int, default=3)
+    on_suite.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
+                          default=[8], help="screen lengths to run, e.g. 3,8")
     on_suite.add_argument("pytest_args", nargs="*", help="after --: arguments for pytest")
     args = parser.parse_args()
     if args.command == "screen-process":
