@@ -68,3 +68,19 @@ def test_the_flag_before_a_path_and_the_modes() -> None:
     assert parse_sweep("", "") is SweepMode.OFF
     with pytest.raises(SpecError, match="looks like a path"):
         parse_sweep("tests/unit", "from --membudget-sweep")
+
+
+def test_an_empty_body_reads_flat_from_the_first_call() -> None:
+    """The screen's rule reads every delta, the first one too: the runner's own bookkeeping
+    must not add a block or an object to the first iterations of the window."""
+    import numpy as np
+
+    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
+
+    spec = screen_spec(default_run(), 12)
+    for _ in range(3):
+        done = drive(repeat(spec, ("py_blocks", "gc_objects"), (), storage=ScreenMeasurement),
+                     lambda: None)
+    series = done.measurement.window()[1]
+    assert {name: np.diff(values).tolist() for name, values in series.items()} == {
+        "py_blocks": [0.0] * 12, "gc_objects": [0.0] * 12}
