@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import unittest
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -44,7 +45,7 @@ ASYNC_KEY = pytest.StashKey[bool]()
 def _classify(error: BaseException) -> NotRepeatable:
     if isinstance(error, pytest.exit.Exception):
         raise error
-    if isinstance(error, pytest.skip.Exception):
+    if isinstance(error, (pytest.skip.Exception, unittest.SkipTest)):
         return NotRepeatable.SKIPPED
     if isinstance(error, pytest.xfail.Exception):
         return NotRepeatable.XFAILED
@@ -57,9 +58,19 @@ def _is_async(item: pytest.Function) -> bool:
     return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
 
 
+def _kinds(item: pytest.Item) -> set[str]:
+    return {cls.__name__ for cls in type(item).__mro__}
+
+
+def _is_unittest(item: pytest.Item) -> bool:
+    """A unittest.TestCase method, as pytest runs it."""
+    return "TestCaseFunction" in _kinds(item) and isinstance(
+        getattr(item, "instance", None), unittest.TestCase)
+
+
 def _item_reason(item: pytest.Item) -> NotRepeatable:
     """Why a passing test that no sweep hook repeated was not repeated."""
-    kinds = {cls.__name__ for cls in type(item).__mro__}
+    kinds = _kinds(item)
     if "DoctestItem" in kinds:
         return NotRepeatable.DOCTEST
     if "TestCaseFunction" in kinds:
@@ -115,9 +126,14 @@ class SweepHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        """An async test: the async plugin (pytest-asyncio, anyio) runs, in its event loop, a
-        coroutine function put in place of the test's, which awaits the test's own call and
-        then sweeps it there. A test no async plugin runs fails on its own, unswept."""
+        """A unittest.TestCase method, once it passed, is repeated as unittest runs it alone
+        (``TestCase.debug()``: setUp, the method, tearDown, the cleanups; the class's set-up
+        stays). An async test: the async plugin (pytest-asyncio, anyio) runs, in its event
+        loop, a coroutine function put in place of the test's, which awaits the test's own
+        call and then sweeps it there. A test no async plugin runs fails on its own,
+        unswept."""
+        if _is_unittest(item):
+            return (yield from self._unittest(item))
         if not (isinstance(item, pytest.Function) and self.own_budgets(item) is None
                 and _is_async(item) and inspect.iscoroutinefunction(item.obj)):
             return (yield)
@@ -128,6 +144,20 @@ class SweepHooks:
             return (yield)
         finally:
             item.obj = body
+
+    def _unittest(self, item: pytest.Item) -> Generator[None, None, None]:
+        begin = time.perf_counter()
+        yield  # the test's own run: unittest records its outcome on the item
+        first_call = time.perf_counter() - begin
+        # Anything recorded (a failure, a skip, an expected failure) is the test's outcome;
+        # under --pdb the tearDown is postponed, so a run is not complete.
+        if getattr(item, "_excinfo", None) or item.config.getoption("usepdb", False):
+            return
+        assert isinstance(item, pytest.Function)
+        outcome = self._not_swept(item)
+        if outcome is None:
+            outcome = self._sweep(item, item.instance.debug, first_call)
+        item.stash[OUTCOME_KEY] = outcome
 
     def _async_test(self, item: pytest.Function, body: Callable[..., Any]
                     ) -> Callable[..., Any]:
@@ -158,17 +188,19 @@ class SweepHooks:
         first_call = time.perf_counter() - begin
         outcome = self._not_swept(pyfuncitem)
         if outcome is None:
-            outcome = self._sweep(pyfuncitem, first_call)
+            function = pyfuncitem.obj
+            kwargs = {name: pyfuncitem.funcargs[name]
+                      for name in pyfuncitem._fixtureinfo.argnames}
+            outcome = self._sweep(pyfuncitem, lambda: function(**kwargs), first_call)
         pyfuncitem.stash[OUTCOME_KEY] = outcome
         return result
 
-    def _sweep(self, item: pytest.Function, first_call: float) -> SweepOutcome:
-        function = item.obj
-        kwargs = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+    def _sweep(self, item: pytest.Function, call: Callable[[], object],
+               first_call: float) -> SweepOutcome:
         allowed, bound = self._allowed(item)
         with Housekeeping(item) as wrap:
             return sweep_test(
-                wrap.synchronous(lambda: function(**kwargs)), run=self.settings.run,
+                wrap.synchronous(call), run=self.settings.run,
                 defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
                 bound=bound, catch=CAUGHT, classify=_classify,
                 screen_calls=self.settings.sweep_screen)

@@ -25,8 +25,8 @@ REASONS = {
     NotRepeatable.XFAILED: "repeat {call} xfailed ({detail})",
     NotRepeatable.XFAIL_MARKED: "marked xfail: its outcome is expected to change",
     NotRepeatable.DOCTEST: "doctest: its examples run once, in one namespace",
-    NotRepeatable.UNITTEST: "unittest.TestCase method: setUp and tearDown belong to each "
-                            "run, so it is not repeated in place",
+    NotRepeatable.UNITTEST: "unittest.TestCase method under --pdb: its tearDown is "
+                            "postponed, so it is not repeated",
     NotRepeatable.OTHER_ITEM: "not a Python test function",
     NotRepeatable.TEARDOWN: "its teardown failed after the repeats (not reported as an "
                             "error; run the test without the sweep to see whether it fails "

@@ -152,7 +152,7 @@ class NotRepeatable(str, Enum):
     XFAIL_MARKED = "xfail marker"
     #: a doctest: its examples run once, in one namespace
     DOCTEST = "doctest"
-    #: a unittest.TestCase method: setUp and tearDown belong to each run of it
+    #: a unittest.TestCase method under --pdb (its tearDown is postponed)
     UNITTEST = "unittest"
     #: some other kind of test item, not a Python test function
     OTHER_ITEM = "other item"

@@ -278,3 +278,39 @@ def test_disable_turns_the_sweep_off(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*ARGS, "--membudget-sweep", "--membudget-disable")
     result.assert_outcomes(passed=1)
     assert "membudget sweep" not in result.stdout.str()
+
+
+def test_unittest_methods_repeat_with_their_set_up(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import unittest
+        EVENTS = []
+        SEEN = set()
+
+        class TestCase(unittest.TestCase):
+            @classmethod
+            def setUpClass(cls):
+                EVENTS.append("class")
+
+            def setUp(self):
+                self.made = object()
+
+            def tearDown(self):
+                del self.made
+
+            def test_uses_set_up(self):
+                assert self.made is not None
+
+            def test_skips_when_seen(self):
+                if "seen" in SEEN:
+                    self.skipTest("seen before")
+                SEEN.add("seen")
+
+        def test_class_set_up_once():
+            assert EVENTS == ["class"]
+    """)
+    result, section = sweep_section(pytester, "--membudget-sweep")
+    result.assert_outcomes(passed=3)
+    assert [(e["test"].split("::")[-1], e["reason"], e["detail"])
+            for e in section["not_repeatable"]] == [
+        ("test_skips_when_seen", "skipped", "SkipTest: seen before")]
+    assert section["counts"] == {"clean": 2, "not repeatable": 1}

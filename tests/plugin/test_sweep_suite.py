@@ -133,8 +133,21 @@ def test_once_xfails_when_seen():
 
 
 class TestUnit(unittest.TestCase):
-    def test_unit(self):
-        self.assertTrue(True)
+    def setUp(self):
+        self.items = []
+
+    def test_unit_clean(self):
+        self.items.append([0] * 10)  # made anew by each setUp: not a leak
+
+    def test_unit_leaks(self):
+        KEEP.append([0] * 10)
+
+    def test_unit_once(self):
+        UNIT_CALLS.append(1)
+        self.assertEqual(len(UNIT_CALLS), 1)
+
+
+UNIT_CALLS = []
 
 
 def doubled(x):
@@ -146,11 +159,12 @@ def doubled(x):
 '''
 
 LEAKY = {"test_leak_global_list", "test_leak_module_fixture", "test_leak_thread",
-         "test_leak_fd", "test_leak_bytes", "TestLeaky::test_method_leaks"}
+         "test_leak_fd", "test_leak_bytes", "TestLeaky::test_method_leaks",
+         "TestUnit::test_unit_leaks"}
 NOT_REPEATABLE = {"test_once_counts_its_calls": "raised", "test_once_creates_a_directory":
                   "raised", "test_once_consumes_a_resource": "raised",
                   "test_once_skips_when_seen": "skipped", "test_once_xfails_when_seen":
-                  "xfailed", "TestUnit::test_unit": "unittest", "doubled": "doctest"}
+                  "xfailed", "TestUnit::test_unit_once": "raised", "doubled": "doctest"}
 
 
 def run(where: Path, *args: str) -> dict[str, Any]:
