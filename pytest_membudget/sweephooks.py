@@ -239,6 +239,13 @@ class SweepHooks:
         if own is not None and own.result is not None and own.result.failures:
             data["leaks"] = leak_summary(own.result)
         report.membudget_sweep = data  # type: ignore[attr-defined]
+        # JUnit XML (which reads them from the teardown report, made from the item's): the
+        # sweep's verdict, and why a test was not repeated.
+        item.user_properties.append(("membudget.sweep", outcome.verdict.value))
+        if outcome.reason is not None:
+            from pytest_membudget.sweepreport import reason_text
+
+            item.user_properties.append(("membudget.sweep.reason", reason_text(data)))
         if outcome.result is None:
             return
         report.membudget = outcome.result.to_dict()  # type: ignore[attr-defined]
@@ -262,7 +269,13 @@ class SweepHooks:
         report.outcome = "passed"
         report.longrepr = None
         report.sections.append(("membudget sweep: teardown after the repeats", text))
-        report.membudget_sweep = outcome.to_dict()  # type: ignore[attr-defined]
+        data = report.membudget_sweep = outcome.to_dict()  # type: ignore[attr-defined]
+        from pytest_membudget.sweepreport import reason_text
+
+        item.user_properties[:] = [p for p in item.user_properties
+                                   if not p[0].startswith("membudget.sweep")]
+        item.user_properties += [("membudget.sweep", outcome.verdict.value),
+                                 ("membudget.sweep.reason", reason_text(data))]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "membudget_sweep", None)

@@ -214,6 +214,27 @@ def test_a_teardown_broken_by_the_repeats_is_not_an_error(pytester: pytest.Pytes
     pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)
 
 
+def test_junit_properties(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        KEEP = []
+        CALLS = [0]
+
+        def test_leaks():
+            KEEP.append([])
+
+        def test_once():
+            CALLS[0] += 1
+            assert CALLS[0] == 1
+    """)
+    pytester.makeini("[pytest]\nmembudget_evidence = false\n")
+    pytester.runpytest_subprocess(*ARGS, "--membudget-sweep", "--junitxml=out.xml")
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'name="membudget.sweep" value="leak"' in xml
+    assert 'name="membudget.sweep" value="not repeatable"' in xml
+    assert 'name="membudget.sweep.reason" value="repeat 1 raised AssertionError' in xml
+    assert 'name="membudget.verdict" value="fail"' in xml
+
+
 def test_the_ini_key_and_bad_values(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         KEEP = []
