@@ -272,10 +272,11 @@ class SweepHooks:
         data = report.membudget_sweep = outcome.to_dict()  # type: ignore[attr-defined]
         from pytest_membudget.sweepreport import reason_text
 
-        item.user_properties[:] = [p for p in item.user_properties
-                                   if not p[0].startswith("membudget.sweep")]
-        item.user_properties += [("membudget.sweep", outcome.verdict.value),
-                                 ("membudget.sweep.reason", reason_text(data))]
+        # This report is the one JUnit XML reads the properties from (a copy of the item's).
+        report.user_properties[:] = [p for p in report.user_properties
+                                     if not p[0].startswith("membudget.sweep")]
+        report.user_properties += [("membudget.sweep", outcome.verdict.value),
+                                   ("membudget.sweep.reason", reason_text(data))]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "membudget_sweep", None)

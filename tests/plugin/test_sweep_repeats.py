@@ -205,10 +205,13 @@ def test_a_teardown_broken_by_the_repeats_is_not_an_error(pytester: pytest.Pytes
         def test_counts(counter):
             counter.append(1)
     """)
-    result, section = sweep_section(pytester, "--membudget-sweep")
+    result, section = sweep_section(pytester, "--membudget-sweep", "--junitxml=out.xml")
     result.assert_outcomes(passed=1)
     [entry] = section["not_repeatable"]
     assert entry["reason"] == "teardown" and "called 1" in entry["detail"], entry
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'errors="0"' in xml and xml.count('name="membudget.sweep"') == 1
+    assert 'name="membudget.sweep.reason" value="its teardown failed after the repeats' in xml
     result.stdout.fnmatch_lines(["*its teardown failed after the repeats*"])
     # Without the sweep the same teardown passes: the failure was the repeats' doing.
     pytester.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)
