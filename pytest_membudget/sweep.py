@@ -238,11 +238,11 @@ _primed = False
 
 
 def _prime_screen(spec: BudgetSpec) -> None:
-    """Screen an empty body once per process before the first real screen. A process's
-    first screens read their own first-time costs as growth on every call (measured: glibc's
-    bytes in use rose 704 B on each of the first three calls of the first test's screen, the
-    interpreter's blocks by 4, then 1, of an empty test body); under pytest-xdist that would
-    be a different test on each worker."""
+    """Screen an empty body twice per process before the first real screen. A process's
+    first screen reads its own first-time costs as growth on every call (measured: glibc's
+    bytes in use rose 704 B on each of the first three calls of an empty test body's screen,
+    the first of the session); under pytest-xdist that would be a different test on each
+    worker."""
     global _primed
     if not _primed:
         _primed = True
