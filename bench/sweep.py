@@ -280,8 +280,11 @@ def main() -> None:
     on_suite.add_argument("--repeats", type=int, default=3)
     on_suite.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
                           default=[8], help="screen lengths to run, e.g. 3,8")
-    on_suite.add_argument("pytest_args", nargs="*", help="after --: arguments for pytest")
-    args = parser.parse_args()
+    # After --: arguments for pytest (taken as they are).
+    args, extra = parser.parse_known_args()
+    if extra and args.command != "suite":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = [a for a in extra if a != "--"]
     if args.command == "screen-process":
         print(json.dumps(screen_one_process(args.calls)))
     else:

@@ -211,7 +211,8 @@ class SweepHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         outcome = item.stash.get(OUTCOME_KEY, None)
-        if call.when == "call" and outcome is not None and outcome.result is not None:
+        leak = outcome is not None and outcome.verdict is SweepVerdict.LEAK
+        if call.when == "call" and leak and outcome is not None and outcome.result is not None:
             from pytest_membudget.summary import junit_properties
 
             item.user_properties.extend(junit_properties(outcome.result.to_dict()))
@@ -246,10 +247,13 @@ class SweepHooks:
             from pytest_membudget.sweepreport import reason_text
 
             item.user_properties.append(("membudget.sweep.reason", reason_text(data)))
-        if outcome.result is None:
+        # A leak's full result travels as a budgeted test's does (the membudget table, the
+        # JSON report's tests, JUnit); the other verdicts are the sweep's lists alone, whose
+        # advice (membudget_sweep_seconds) is the sweep's, not a marker's max_seconds.
+        if outcome.result is None or outcome.verdict is not SweepVerdict.LEAK:
             return
         report.membudget = outcome.result.to_dict()  # type: ignore[attr-defined]
-        if outcome.verdict is SweepVerdict.LEAK and self.mode is SweepMode.FAIL and report.passed:
+        if self.mode is SweepMode.FAIL and report.passed:
             from pytest_membudget.sweepreport import failure_text
 
             report.outcome = "failed"

@@ -57,7 +57,7 @@ class SweepOutcome:
         if self.reason is not None:
             data.update(reason=self.reason.value, detail=self.detail,
                         failed_call=self.failed_call)
-        if self.result is not None:
+        if self.result is not None and self.verdict is SweepVerdict.LEAK:
             data["leaks"] = leak_summary(self.result)
         return data
 
