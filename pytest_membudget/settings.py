@@ -124,8 +124,8 @@ OPTIONS: tuple[Option, ...] = (
            "overall); more calls cost more and see rarer growth", str(SCREEN_CALLS),
            metavar="N"),
     Option("sweep_seconds", "most seconds the sweep spends repeating one test (its screen and "
-           "full verdict); under pytest-timeout it also keeps within half the test's timeout",
-           "10", metavar="S"),
+           "full verdict); a test it cuts short is listed, not failed; under pytest-timeout it "
+           "also keeps within half the test's timeout", "2", metavar="S"),
 )
 
 
@@ -137,7 +137,7 @@ class Settings:
     disable: bool
     require_cuda: bool = False
     sweep: SweepMode = SweepMode.OFF
-    sweep_seconds: float = 10.0
+    sweep_seconds: float = 2.0
     sweep_screen: int = SCREEN_CALLS
 
 
