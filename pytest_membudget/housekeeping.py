@@ -6,8 +6,9 @@ the same output hundreds of times. While the sweep repeats a test, each repeat s
 what the test's own first call left: output goes to a sink emptied after each call (or the
 test's capture fixture is read empty), the log handlers and ``recwarn`` are emptied before
 each call and given back the first call's records at the end, warnings go to a list emptied
-after each call (each call under the warning filters of the first, which warn again as on a
-first call), and monkeypatch's undo entries made by a repeat are undone after it.
+after each call (for a test that reads recwarn, each call under fresh warning filters, which
+warn again as on a first call), and monkeypatch's undo entries made by a repeat are undone
+after it.
 """
 
 from __future__ import annotations
@@ -30,21 +31,23 @@ SILENT = logging.CRITICAL + 1
 class Wrap:
     """Makes the repeated body: the test's call between the resets."""
 
-    def __init__(self, before: list[Callable[[], None]], after: list[Callable[[], None]]
-                 ) -> None:
+    def __init__(self, before: list[Callable[[], None]], after: list[Callable[[], None]],
+                 fresh_warnings: bool) -> None:
         self.before, self.after = before, after
+        # For a test that reads recwarn: each call under a fresh warnings state, so that a
+        # "default" filter warns again as on a first call (entering catch_warnings clears the
+        # registries of warnings already shown). Not for the others: a registry that grows
+        # with each new message is a leak the sweep must see.
+        self.warnings = warnings.catch_warnings if fresh_warnings else contextlib.nullcontext
 
     def synchronous(self, call: Callable[[], object]) -> Callable[[], None]:
-        before, after = self.before, self.after
+        before, after, fresh = self.before, self.after, self.warnings
 
         def body() -> None:
             for step in before:
                 step()
             try:
-                # A fresh warnings state per call: the filters the call adds are dropped
-                # after it, and "default" filters warn again as on a first call (entering
-                # clears the registries of warnings already shown).
-                with warnings.catch_warnings():
+                with fresh():
                     call()
             finally:
                 for step in after:
@@ -54,13 +57,13 @@ class Wrap:
 
     def asynchronous(self, call: Callable[[], Awaitable[object]]
                      ) -> Callable[[], Awaitable[None]]:
-        before, after = self.before, self.after
+        before, after, fresh = self.before, self.after, self.warnings
 
         async def body() -> None:
             for step in before:
                 step()
             try:
-                with warnings.catch_warnings():
+                with fresh():
                     await call()
             finally:
                 for step in after:
@@ -85,7 +88,7 @@ class Housekeeping:
         self._logging()
         self._warnings()
         self._monkeypatch()
-        return Wrap(self.before, self.after)
+        return Wrap(self.before, self.after, "recwarn" in self.funcargs)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
