@@ -1,8 +1,20 @@
 import os
+from collections.abc import Iterator
 
 import pytest
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _inner_processes_keep_their_order() -> Iterator[None]:
+    """The same for the pytest processes the tests start themselves (subprocess runs): a
+    shuffled order changes what a test's process holds when it starts (threads, descriptors,
+    allocator pages left by the tests before it), which the real-probe tests read."""
+    with pytest.MonkeyPatch.context() as patch:
+        added = os.environ.get("PYTEST_ADDOPTS", "")
+        patch.setenv("PYTEST_ADDOPTS", f"{added} -p no:randomly".strip())
+        yield
 
 
 @pytest.fixture
