@@ -1,7 +1,11 @@
 """Overhead of pytest-membudget: cost of one sample per probe, and whole runs against a bare
-loop of the same iterations.
+loop of the same iterations; the process-tree probes with 4 worker processes alive.
 
-    python bench/overhead.py [--repeats 3]
+    python bench/overhead.py [--repeats 3] [--torch] [--tree-only]
+
+``--torch`` imports torch first, so that the workers are forked from a process the size of
+a training job's (their page tables, which smaps_rollup walks, are that size too).
+``--tree-only`` measures only the process-tree probes.
 
 Prints figures; asserts nothing (timing targets live here, never in tests).
 """
@@ -9,9 +13,12 @@ Prints figures; asserts nothing (timing targets live here, never in tests).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import multiprocessing
 import statistics
 import time
+from collections.abc import Iterator
 
 from pytest_membudget.probes import create
 from pytest_membudget.results import build_result
@@ -22,6 +29,61 @@ from pytest_membudget.spec import build_spec
 
 PROBES = ("rss", "uss", "heap", "malloc", "py_blocks", "gc_objects", "threads", "fds",
           "iter_time")
+TREE_PROBES = ("children", "children_uss", "tree_pss")
+WORKERS = 4
+#: Memory each worker writes when it starts, so that its smaps_rollup has pages to walk.
+WORKER_BYTES = 16 * 1024**2
+_held: list[bytearray] = []
+
+
+def _hold_memory() -> None:
+    _held.append(bytearray(b"x") * WORKER_BYTES)
+
+
+@contextlib.contextmanager
+def workers(count: int = WORKERS) -> Iterator[None]:
+    """``count`` live worker processes (a fork pool, each holding WORKER_BYTES)."""
+    pool = multiprocessing.get_context("fork").Pool(count, initializer=_hold_memory)
+    pool.map(abs, range(count * 4))  # every worker has started and run its initializer
+    try:
+        yield
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def psutil_children_uss() -> float:
+    """children_uss the way psutil reads it: every process's parent, then memory_full_info."""
+    import psutil
+
+    total = 0
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+            total += child.memory_full_info().uss
+    return float(total)
+
+
+def tree_sample_costs(reads: int = 300) -> list[tuple[str, float]]:
+    """One sample of each process-tree probe (the listing, each worker's stat and
+    smaps_rollup), with WORKERS workers alive; and psutil's reading of the same figure."""
+    rows = []
+    with workers():
+        for name in TREE_PROBES:
+            probe = create(name)
+            probe.start()
+            try:
+                begin = time.perf_counter()
+                for _ in range(reads):
+                    probe.sync()
+                    probe.read()
+                rows.append((f"{name} ({WORKERS} workers)", (time.perf_counter() - begin) / reads))
+            finally:
+                probe.stop()
+        begin = time.perf_counter()
+        for _ in range(reads):
+            psutil_children_uss()
+        rows.append((f"children_uss by psutil ({WORKERS})", (time.perf_counter() - begin) / reads))
+    return rows
 
 
 def spin(seconds: float) -> None:
@@ -89,36 +151,66 @@ def run_once(per_iteration: float, budgets: dict[str, object],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch", action="store_true",
+                        help="import torch first (workers forked from a training-size process)")
+    parser.add_argument("--tree-only", action="store_true",
+                        help="only the process-tree probes (children, children_uss, tree_pss)")
     args = parser.parse_args()
+    if args.torch:
+        import torch  # noqa: F401
 
     print("Cost of one sample")
-    print(f"  {'probe':<26}{'µs':>10}")
-    for name, seconds in sample_costs():
-        print(f"  {name:<26}{seconds * 1e6:>10.1f}")
-    print(f"  {'py_blocks, 2M more objects':<26}{py_blocks_on_a_large_heap() * 1e6:>10.1f}")
+    print(f"  {'probe':<32}{'µs':>10}")
+    costs = tree_sample_costs() if args.tree_only else [*sample_costs(), *tree_sample_costs()]
+    for name, seconds in costs:
+        print(f"  {name:<32}{seconds * 1e6:>10.1f}")
+    if not args.tree_only:
+        print(f"  {'py_blocks, 2M more objects':<32}"
+              f"{py_blocks_on_a_large_heap() * 1e6:>10.1f}")
 
     print("\nWhole run against a bare loop of the same iterations "
           f"(median of {args.repeats}; workload = busy loop)")
-    header = f"  {'budgets':<30}{'per iter':>9}{'iters':>10}{'stride':>7}{'bare s':>9}" \
+    header = f"  {'budgets':<34}{'per iter':>7}{'iters':>10}{'stride':>7}{'bare s':>9}" \
              f"{'plugin s':>10}{'ratio':>8}"
     print(header)
-    budget_sets = {
+    budget_sets: dict[str, dict[str, object]] = {
         "rss, threads, fds": {"rss": 0, "threads": 0, "fds": 0},
         "rss, heap, gc_objects": {"rss": 0, "heap": 0, "gc_objects": 0},
+        f"tree probes, {WORKERS} workers": {"children": 0, "children_uss": 0, "tree_pss": 0},
+        f"children_uss, {WORKERS} workers": {"children_uss": 0},
     }
     for label, budgets in budget_sets.items():
-        for per_iteration, iterations in ((1e-4, 2000), (1e-3, 1000), (1e-2, 200), (1e-3, "auto")):
-            runs = [run_once(per_iteration, budgets, iterations) for _ in range(args.repeats)]
-            plugin = statistics.median(r[0] for r in runs)
-            bare = statistics.median(r[1] for r in runs)
-            # An auto run's length differs between repeats: the ratio is taken per run.
-            ratio = statistics.median(r[0] / r[1] for r in runs)
-            counts = sorted({r[2] for r in runs})
-            iters = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-            name = label + (" (auto)" if iterations == "auto" else "")
-            print(f"  {name:<30}{per_iteration * 1e3:>7.1f}ms{iters:>10}{runs[0][3]:>7}"
-                  f"{bare:>9.3f}{plugin:>10.3f}{ratio:>8.3f}")
+        tree = any(name in TREE_PROBES for name in budgets)
+        if args.tree_only and not tree:
+            continue
+        with workers() if tree else contextlib.nullcontext():
+            # A sample of the tree costs milliseconds: longer iterations show where the
+            # stride brings it down to the sampling share.
+            lengths = TREE_LENGTHS if tree else LENGTHS
+            run_set(label, budgets, args.repeats, lengths)
 
+
+#: (seconds per iteration, iterations) of the whole-run rows.
+LENGTHS: tuple[tuple[float, int | str], ...] = (
+    (1e-4, 2000), (1e-3, 1000), (1e-2, 200), (1e-3, "auto"))
+TREE_LENGTHS: tuple[tuple[float, int | str], ...] = (
+    (1e-3, 1000), (1e-2, 200), (1e-3, "auto"), (1e-2, "auto"))
+
+
+def run_set(label: str, budgets: dict[str, object], repeats: int,
+            lengths: tuple[tuple[float, int | str], ...]) -> None:
+    """One line per workload length: the plugin's time against the bare loop's."""
+    for per_iteration, iterations in lengths:
+        runs = [run_once(per_iteration, budgets, iterations) for _ in range(repeats)]
+        plugin = statistics.median(r[0] for r in runs)
+        bare = statistics.median(r[1] for r in runs)
+        # An auto run's length differs between repeats: the ratio is taken per run.
+        ratio = statistics.median(r[0] / r[1] for r in runs)
+        counts = sorted({r[2] for r in runs})
+        iters = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        name = label + (" (auto)" if iterations == "auto" else "")
+        print(f"  {name:<34}{per_iteration * 1e3:>5.1f}ms{iters:>10}{runs[0][3]:>7}"
+              f"{bare:>9.3f}{plugin:>10.3f}{ratio:>8.3f}")
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,9 @@ from pytest_membudget.vocabulary import ProbeKind
 
 #: Growth in the window (floor to floor) after which a failure confirmed at twice its length
 #: stands without running on to the shortest verdict: a fast leak must not be run into memory
-#: exhaustion or the descriptor limit to prove a point already made.
+#: exhaustion or the descriptor limit to prove a point already made. Objects and memory
+#: blocks, which a cache fills by the hundred, count as ample at about 64 MiB's worth
+#: (OBJECTS_AMPLE).
 AMPLE_GROWTH: dict[ProbeKind, float] = {
     ProbeKind.BYTES: 64 * 1024**2,
     ProbeKind.COUNT: 64.0,
@@ -44,24 +46,27 @@ class ProbeInfo:
     exact: tuple[str, ...] = ()
     #: What an exact probe sees, in a few words (for the suggestion of ``exact``).
     sees: str = ""
-    #: The probe's own ample growth, where its kind's (AMPLE_GROWTH) does not fit it.
+    #: The ample growth of this probe, where its kind's (AMPLE_GROWTH) does not fit: 64
+    #: threads prove a leak, 64 objects do not.
     ample: float | None = None
 
     @property
     def ample_growth(self) -> float:
-        return AMPLE_GROWTH[self.kind] if self.ample is None else self.ample
+        return self.ample if self.ample is not None else AMPLE_GROWTH[self.kind]
 
-
-#: Ample growth of the counters of Python objects and blocks: 64 of them are a few KiB, which
-#: a cache of a few hundred entries fills (the sweep found an lru_cache(maxsize=256) "leaking"
-#: at 128 calls); about 64 MiB of 64-byte objects is the bytes' ample growth in their units.
-AMPLE_OBJECTS = float(2**20)
 
 PAGE = 4096
 #: A flat RSS over a short window says little: eight pages of resolution over a 32-iteration
 #: tail hide 1 KiB/iter. Auto runs on rss/uss go on until a 256 B/iter leak would show
 #: (a 128-iteration tail); the detection benchmark (bench/detection) measures what it costs.
 RSS_FLOOR = 256.0
+#: The interpreter's free lists and caches hold up to a few hundred blocks, filled slowly
+#: over thousands of iterations of a clean loop (measured on the detection corpus's clean
+#: cases: about one block per 300 iterations); a leak of one block per iteration passes 64
+#: within a 64-iteration tail.
+PY_BLOCKS_RESOLUTION = 64
+#: About 64 MiB of objects or blocks of 64 bytes.
+OBJECTS_AMPLE = 1_000_000.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 
@@ -79,19 +84,32 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("malloc", B, "B", 4096, "native",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory"),
-        ProbeInfo("py_blocks", COUNT, "blocks", 8, "pyblocks",
+        ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
-                  sees="Python objects", ample=AMPLE_OBJECTS),
+                  sees="Python objects", ample=OBJECTS_AMPLE),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,
-                  ample=AMPLE_OBJECTS),
+                  ample=OBJECTS_AMPLE),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
                   "operating-system threads of the process"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",
                   "open file descriptors (handles on Windows)"),
         ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
                   "pending tasks of the running asyncio event loop (async tests only)"),
+        # The test's descendant processes, from /proc (Linux): probes/proctree.py.
+        ProbeInfo("children", COUNT, "processes", 1, "proctree",
+                  "live descendant processes of the test's process (children, their children, "
+                  "...); exited ones, zombies included, are not counted"),
+        ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
+                  "unique set size summed over the live descendant processes: memory they "
+                  "hold that no other process maps (not what they still share with the "
+                  "parent)", floor=RSS_FLOOR),
+        ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
+                  "proportional set size of the test's process plus its live descendants: "
+                  "the job's footprint, each shared page split among its sharers (anonymous "
+                  "and shared memory; file pages left out)",
+                  floor=RSS_FLOOR, traced_evidence=True),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
@@ -107,7 +125,8 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("cuda_large_pool", B, "B", 4096, "cuda",
                   "active bytes in the large pool (blocks over 1 MiB)", traced_evidence=True),
         ProbeInfo("cuda_small_blocks", COUNT, "blocks", 1, "cuda",
-                  "active blocks in the small pool", traced_evidence=True),
+                  "active blocks in the small pool", traced_evidence=True,
+                  ample=100_000.0),  # blocks of 512 B to 1 MiB: 64 say little
         ProbeInfo("cuda_large_blocks", COUNT, "blocks", 1, "cuda",
                   "active blocks in the large pool", traced_evidence=True),
         ProbeInfo("cuda_segments", COUNT, "segments", 1, "cuda",

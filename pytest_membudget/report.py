@@ -56,6 +56,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)
+    lines += process_lines(result.evidence_data)
     lines += evidence_lines(result.evidence_data)
     return "\n".join(lines)
 
@@ -87,6 +88,65 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
         return []
     header = ("CUDA pool", "active bytes", "slope", "active blocks", "slope")
     return ["", *("  " + line for line in table(rows, header))]
+
+
+#: Widest command line shown in a process table.
+COMMAND_WIDTH = 60
+PROCESS_HEADER = ("pid", "process", "first -> last", "slope", "")
+_PROCESS_FIGURES = {"uss": "USS", "pss": "PSS"}
+
+
+def process_lines(evidence: dict[str, Any]) -> list[str]:
+    """The process-tree probes' tables: each descendant's first and last figure and its
+    slope, most growth first; the processes that ended during the window are marked."""
+    lines: list[str] = []
+    for probe, found in evidence.get("processes", {}).items():
+        figure = _PROCESS_FIGURES.get(found.get("figure", ""))
+        if figure:
+            title = (f"{probe}: {figure} of each process over the window, most growth "
+                     "first")
+        else:
+            title = (f"{probe}: processes started during the window ({found['started']} "
+                     f"started, {found['ended']} ended, {found['alive']} alive at its end)")
+        rows = [_process_row(probe, row) for row in found.get("rows", ())]
+        if not figure:  # a count: no figure per process, only when each came and went
+            rows = [(pid, name, note) for pid, name, _, _, note in rows]
+        header = PROCESS_HEADER if figure else (PROCESS_HEADER[0], PROCESS_HEADER[1], "")
+        lines += ["", f"  {title}"]
+        if not rows:
+            lines.append("    (none)")
+        lines += ["    " + line for line in table(rows, header)] if rows else []
+        notes = []
+        if figure and found.get("ended"):
+            notes.append(f"{found['ended']} process(es) ended during the window (rows marked "
+                         "'ended': their last figure is their last sample)")
+        if found.get("not_shown"):
+            notes.append(f"{found['not_shown']} more not shown")
+        lines += [f"    {note}" for note in notes]
+    return lines
+
+
+def _process_row(probe: str, row: dict[str, Any]) -> tuple[str, ...]:
+    name = "this test's process" if row.get("root") else str(row.get("name", ""))
+    command = str(row.get("command", ""))
+    if row.get("forked"):
+        name += " (forked from the test's process)"
+    elif command and command != name:
+        name = f"{name}: {command}"
+    if len(name) > COMMAND_WIDTH:
+        name = name[: COMMAND_WIDTH - 3] + "..."
+    change = "-"
+    if row.get("first") is not None:
+        change = f"{fmt(probe, row['first'])} -> {fmt(probe, row['last'])}"
+    slope = row.get("slope")
+    slope_text = "-" if slope is None else ("+" if slope > 0 else "") + fmt(
+        probe, slope, per_iter=True)
+    notes = []
+    if row.get("started_in_window"):
+        notes.append(f"started at iteration {row['first_iteration']}")
+    if row.get("ended"):
+        notes.append(f"ended after iteration {row['last_iteration']}")
+    return (str(row.get("pid", "")), name, change, slope_text, ", ".join(notes))
 
 
 def series_lines(result: MembudgetResult) -> list[str]:
@@ -151,7 +211,9 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if evidence.get("fds"):
         lines.append("  descriptors opened and still open:")
         lines += [f"    {fd}" for fd in evidence["fds"]]
-    return lines
+    # A rerun with nothing to show (an untraced probe failed; no thread nor descriptor was
+    # left open) gets no heading of its own.
+    return lines if len(lines) > 2 else []
 
 
 def task_lines(tasks: list[dict[str, Any]]) -> list[str]:

@@ -122,9 +122,12 @@ class ProbeSet:
             enumerate(probes.values()), key=lambda entry: not entry[1].read_first)]
         self.afters = [p.after_sample for p in probes.values()
                        if type(p).after_sample is not Probe.after_sample]
-        # One sync per kind of probe (the CUDA probes share a device).
+        # One sync per kind of probe (the CUDA probes share a device, the process-tree
+        # probes one listing of the tree).
         self.syncs = list({type(p).sync: p.sync for p in probes.values()
                            if type(p).sync is not Probe.sync}.values())
+        self.notes = list({type(p).note_iteration: p.note_iteration for p in probes.values()
+                           if type(p).note_iteration is not Probe.note_iteration}.values())
         self.timing = probes.get("iter_time")
 
     def start(self) -> None:
@@ -153,10 +156,16 @@ class ProbeSet:
         return found
 
     def evidence(self, failing: set[str]) -> dict[str, Any]:
-        """What the failing probes' own sources tell (the CUDA allocator's history)."""
+        """What the failing probes' own sources tell (the CUDA allocator's history, the process
+        tree's tables)."""
         gathered: dict[str, Any] = {}
-        for name in failing:
-            gathered.update(self.probes[name].evidence() or {})
+        for name in sorted(failing):
+            for key, value in (self.probes[name].evidence() or {}).items():
+                # Probes of one source file their findings under one key, each by its name.
+                if isinstance(value, dict) and isinstance(gathered.get(key), dict):
+                    gathered[key].update(value)
+                else:
+                    gathered[key] = value
         return gathered
 
     def stop(self) -> None:
@@ -168,10 +177,13 @@ class ProbeSet:
         says so), sync the devices, read every probe into the next row."""
         values, xs = m.values, m.x
         readers, afters, syncs, timing = self.readers, self.afters, self.syncs, self.timing
+        notes = self.notes
 
         def sample(iteration: int, seconds_per_iteration: float) -> None:
             if collect and m.phase is Phase.WINDOW:
                 gc.collect()
+            for note in notes:
+                note(iteration)
             for sync in syncs:
                 sync()
             if timing is not None:

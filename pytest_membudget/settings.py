@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.spec import (
     MIN_VERDICT_ITERATIONS,
     RUN_KEYS,
@@ -81,8 +82,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("confidence", "one-sided confidence a slope must reach to fail a test", "0.99",
            metavar="P"),
     Option("budget", "a default budget for every test that uses the marker or the fixture, "
-           "e.g. 'rss=0' or 'rss_peak=2 GiB' (ini: one per line; flag: may be repeated)",
-           (), kind="linelist", metavar="PROBE=VALUE"),
+           "e.g. 'rss=0' or 'rss_peak=2 GiB' (ini: one per line; flag: may be repeated); "
+           f"probes: {', '.join(PROBES)}", (), kind="linelist", metavar="PROBE=VALUE"),
     Option("disable", "run each budgeted test once, with no measurement", "false", kind="bool"),
     Option("json", "write every budgeted test's results to this JSON file (a relative path "
            "is taken from the invocation directory for the flag, the rootdir for the ini key)",

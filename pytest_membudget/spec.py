@@ -107,9 +107,19 @@ def split_budget_key(key: str) -> tuple[str, BudgetKind]:
             return key[: -len(kind.suffix)], kind
     known = ", ".join(sorted(PROBES))
     raise SpecError(
-        f"unknown budget {key!r}: budgets are named <probe>, <probe>_peak or <probe>_growth, "
-        f"with a probe among: {known}; run-control arguments are: {', '.join(RUN_KEYS)}"
+        f"unknown budget {key!r}{_did_you_mean(key)}: budgets are named <probe>, <probe>_peak "
+        f"or <probe>_growth, with a probe among: {known}; run-control arguments are: "
+        f"{', '.join(RUN_KEYS)}"
     )
+
+
+def _did_you_mean(key: str) -> str:
+    """' (did you mean 'children_uss'?)' for a near miss of a budget or run keyword."""
+    import difflib
+
+    keywords = [p + kind.suffix for p in PROBES for kind in BudgetKind] + list(RUN_KEYS)
+    close = difflib.get_close_matches(key, keywords, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parse_quantity(info: ProbeInfo, kind: BudgetKind, value: object, where: str) -> float:

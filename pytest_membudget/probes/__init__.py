@@ -38,6 +38,10 @@ class Probe:
     def before_window(self) -> None:
         """After warm-up, right before the first measured sample."""
 
+    def note_iteration(self, iteration: int) -> None:
+        """Before each sample: the iteration it follows (for sources that keep their own
+        per-iteration records, such as the process tree's)."""
+
     def sync(self) -> None:
         """Before each reading, e.g. wait for queued device work."""
 

@@ -1,5 +1,6 @@
 """Reads of /proc/self with a file descriptor kept open: one pread, no new file per sample;
-and the C library's own functions (glibc's malloc statistics and trimming)."""
+reads of the test's descendants in /proc; and the C library's own functions (glibc's malloc
+statistics and trimming)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import ctypes
 import functools
 import os
 import sys
+import threading
 from typing import Any
 
 
@@ -41,3 +43,105 @@ def _libc() -> ctypes.CDLL | None:
         return ctypes.CDLL(None)
     except OSError:
         return None
+
+
+# Other processes: the test's descendants, read by path (they come and go; no descriptor is
+# kept, so the fds probe never sees this one's files).
+
+PROC = "/proc"
+#: Bytes read of one /proc file: smaps_rollup is about 1 KiB, stat a few hundred bytes.
+READ_SIZE = 4096
+#: The smaps_rollup lines that make up USS (pages no other process maps).
+PRIVATE_FIELDS = (b"Private_Clean:", b"Private_Dirty:", b"Private_Hugetlb:")
+
+
+def read_proc(path: str) -> bytes | None:
+    """A /proc file's contents, or None when the process has gone (or, for smaps_rollup,
+    has exited and not been reaped: the kernel answers ESRCH). PermissionError passes."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    try:
+        return os.read(fd, READ_SIZE)
+    except ProcessLookupError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def parse_stat(raw: bytes) -> tuple[bytes, bytes, int, int]:
+    """(state, command name, parent pid, start time in clock ticks) from /proc/<pid>/stat.
+    The name is in parentheses and may itself hold spaces and parentheses."""
+    close = raw.rindex(b")")
+    fields = raw[close + 2 :].split()
+    return fields[0], raw[raw.index(b"(") + 1 : close], int(fields[1]), int(fields[19])
+
+
+def parse_rollup(raw: bytes) -> tuple[int, int]:
+    """(USS, PSS of anonymous and shared memory) in bytes from /proc/<pid>/smaps_rollup
+    (figures in kB). File pages (code, libraries, mapped files) are left out of the PSS:
+    their share moves whenever any process on the machine maps or unmaps the same file,
+    by megabytes where other Python processes load the same libraries. Kernels before 5.7
+    do not split the PSS: there it is the whole PSS."""
+    uss = pss = anon = shmem = 0
+    split = False
+    for line in raw.split(b"\n"):
+        if line.startswith(PRIVATE_FIELDS):
+            uss += int(line.split()[1])
+        elif line.startswith(b"Pss:"):
+            pss = int(line.split()[1])
+        elif line.startswith(b"Pss_Anon:"):
+            anon, split = int(line.split()[1]), True
+        elif line.startswith(b"Pss_Shmem:"):
+            shmem = int(line.split()[1])
+    return uss * 1024, (anon + shmem if split else pss) * 1024
+
+
+def children_files_exist() -> bool:
+    """Whether the kernel lists each thread's children (CONFIG_PROC_CHILDREN): far cheaper
+    than reading the parent of every process on the machine."""
+    return os.path.exists(f"{PROC}/self/task/{threading.get_native_id()}/children")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of ``pid``: each of its threads lists those it forked (and those it
+    inherited from a sibling thread that exited)."""
+    try:
+        tasks = os.listdir(f"{PROC}/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    found: list[int] = []
+    for task in tasks:
+        raw = read_proc(f"{PROC}/{pid}/task/{task}/children")
+        if raw:
+            found.extend(int(child) for child in raw.split())
+    return found
+
+
+def parent_map() -> dict[int, list[int]]:
+    """Parent pid -> its children, from every process's stat: the fallback where the kernel
+    keeps no per-thread list of children."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir(PROC):
+        raw = read_proc(f"{PROC}/{entry}/stat") if entry.isdigit() else None
+        if raw:
+            children.setdefault(parse_stat(raw)[2], []).append(int(entry))
+    return children
+
+
+def descendants(root: int, per_thread: bool = True) -> list[int]:
+    """Every process below ``root`` (children, their children, ...), walking down only; a
+    pid met twice (reused while the walk ran) is taken once."""
+    tree = None if per_thread else parent_map()
+    found: list[int] = []
+    seen = {root}
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        for child in child_pids(pid) if tree is None else tree.get(pid, []):
+            if child not in seen:
+                seen.add(child)
+                found.append(child)
+                stack.append(child)
+    return found

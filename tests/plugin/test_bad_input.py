@@ -24,6 +24,11 @@ def run(pytester: pytest.Pytester, source: str) -> pytest.RunResult:
     ("rss=[1]", "rss=[[]1[]] * expected a number or a string*got list"),
     ("iterations=2.5", "iterations=2.5 * expected 'auto' or a whole number*"),
     ("max_seconds='soon'", "max_seconds='soon' *"),
+    ("children_uss='64 MiB'", "children_uss='64 MiB' in the membudget marker: this is a size, "
+                              "but children_uss is a slope budget*'64 MiB/iter'*"
+                              "children_uss_peak= / children_uss_growth=*"),
+    ("child_uss=0", "unknown budget 'child_uss' (did you mean 'children_uss'?)*children_uss*"),
+    ("children='1 MiB/iter'", "children='1 MiB/iter' * unknown unit 'MiB'*processes*"),
 ])
 def test_bad_marker_values_error_the_test(pytester: pytest.Pytester, marker: str,
                                           message: str) -> None:

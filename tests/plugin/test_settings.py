@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.settings import OPTIONS
 
 # Leaks two list objects per iteration against a 1.5/iter budget: above the budget by too
@@ -51,6 +52,16 @@ def test_every_option_is_covered_here() -> None:
     # sweep_screen), test_sweep_neighbours.py (sweep_seconds).
     tested |= {"sweep", "sweep_seconds", "sweep_screen"}
     assert {o.key for o in OPTIONS} <= tested
+
+
+def test_every_run_key_is_an_option_and_reads_its_default() -> None:
+    from pytest_membudget.settings import default_run
+    from pytest_membudget.spec import RUN_KEYS, RunSettings
+
+    assert set(RUN_KEYS) == set(RunSettings.__dataclass_fields__)
+    assert set(RUN_KEYS) <= {o.key for o in OPTIONS}
+    run = default_run()
+    assert run.iterations is None and run.max_iterations is None and run.strict is False
 
 
 def test_ini_iterations_and_warmup(pytester: pytest.Pytester, recorded) -> None:
@@ -294,3 +305,5 @@ def test_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
         assert option.flag_only or option.ini in text
         assert option.negative_flag is None or option.negative_flag in text
     assert "all:10%" in text
+    # The budget help names every probe of the catalog.
+    assert all(name in text for name in PROBES)

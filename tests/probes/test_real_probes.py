@@ -19,7 +19,7 @@ LIBC.free.argtypes = [ctypes.c_void_p]
 LIBC.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
 
 def python_leak():
-    KEEP.append(["x" * 100 for _ in range(20)])
+    KEEP.append(["x" * 100 + str(i) for i in range(20)])  # 20 new strings: ~3 KiB a call
 
 def native_leak():
     pointer = LIBC.malloc(8192)

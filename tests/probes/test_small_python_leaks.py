@@ -1,0 +1,85 @@
+"""Small Python leaks at the default settings, in a fresh process: one float kept per
+iteration of a sub-millisecond step fails rss=0 (the auto run goes on past 2000 iterations
+until RSS shows it) and py_blocks=0 (one block per iteration); gc_objects cannot see it; a
+clean step still passes with a clear verdict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from recording import RECORDER, read_rows
+
+pytestmark = pytest.mark.slow
+
+WORKLOADS = '''
+import time
+import pytest
+
+KEEP = []
+
+def work():
+    return sum(range(300))
+
+def float_leak():
+    work()
+    KEEP.append(time.perf_counter())  # a new float each call: 32 bytes, one block
+
+def clean():
+    work()
+
+@pytest.mark.membudget(rss=0)
+def test_float_leak_rss(membudget):
+    membudget.run(float_leak)
+
+@pytest.mark.membudget(py_blocks=0)
+def test_float_leak_py_blocks(membudget):
+    membudget.run(float_leak)
+
+@pytest.mark.membudget(gc_objects=0)
+def test_float_leak_gc_objects(membudget):
+    membudget.run(float_leak)
+
+@pytest.mark.membudget(rss=0, py_blocks=0)
+def test_clean(membudget):
+    membudget.run(clean)
+'''
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    where = tmp_path_factory.mktemp("small")
+    (where / "conftest.py").write_text(RECORDER)
+    (where / "test_small.py").write_text(WORKLOADS)
+    # One test per process: what one test leaves in the allocators is not the next one's.
+    for test in ("test_float_leak_rss", "test_float_leak_py_blocks",
+                 "test_float_leak_gc_objects", "test_clean"):
+        subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
+                        "no:randomly", "-q", f"test_small.py::{test}", "--no-membudget-evidence"],
+                       cwd=where, capture_output=True, text=True, timeout=300, check=False)
+    return {row["test"]: row for row in read_rows(where)}
+
+
+def test_one_float_per_iteration_fails_rss_at_the_default_settings(rows) -> None:
+    row = rows["test_float_leak_rss"]
+    assert row["outcome"] == "failed" and row["data"]["probes"]["rss"]["verdict"] == "fail"
+    # RSS shows 32 B/iter only once pymalloc's free pools are used up: past the reference
+    # length of 2000 iterations, which an auto run no longer stops at.
+    assert row["data"]["iterations"] > 2000
+
+
+def test_py_blocks_sees_one_block_per_iteration(rows) -> None:
+    probe = rows["test_float_leak_py_blocks"]["data"]["probes"]["py_blocks"]
+    assert probe["verdict"] == "fail" and 0.9 <= probe["slope"] <= 1.1
+
+
+def test_gc_objects_cannot_see_floats(rows) -> None:
+    assert rows["test_float_leak_gc_objects"]["outcome"] == "passed"
+
+
+def test_a_clean_step_passes_clearly(rows) -> None:
+    row = rows["test_clean"]
+    assert row["outcome"] == "passed"
+    assert row["data"]["stopped"] == "clear"
+    assert all(p["verdict"] == "pass" for p in row["data"]["probes"].values())
