@@ -9,7 +9,6 @@ which exceptions end the repeats (``catch``) and how to name them (``classify``)
 from __future__ import annotations
 
 import functools
-import gc
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
@@ -71,10 +70,6 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseExcep
     probes = {name: create(name, options) for name in names}
     m = storage(spec, probes, capacity_for(spec))
     done = Repetition(m)
-    # What the session holds is frozen before the run, not only at the window: the warm-up's
-    # reads of gc_objects then list only what the test makes, not every object of the session
-    # (the runner unfreezes it all at the end, as it does its own freeze).
-    gc.freeze()
     try:
         for _ in range(unmeasured):
             yield
@@ -89,8 +84,6 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseExcep
             done.error = exc
     except catch as exc:
         done.error = exc
-    finally:
-        gc.unfreeze()
     return done
 
 

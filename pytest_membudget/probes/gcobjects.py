@@ -13,20 +13,10 @@ class GcObjectsProbe(Probe):
 
     name = "gc_objects"
 
-    def start(self) -> None:
-        self._offset = 0
-        self._last = 0
-
-    def before_window(self) -> None:
-        # The runner has just frozen what was alive: get_objects() no longer lists it. The
-        # objects it stopped listing are added back, so that the series stays continuous.
-        # (Counting them with get_freeze_count() would walk every frozen object, about 1 ms
-        # per 50,000, at every sample.)
-        self._offset = self._last - len(gc.get_objects())
-
     def read(self) -> float:
-        self._last = len(gc.get_objects()) + self._offset
-        return float(self._last)
+        # Frozen objects (the runner freezes what was alive before the window) are not
+        # listed by get_objects(); counting them keeps the series continuous.
+        return float(len(gc.get_objects()) + gc.get_freeze_count())
 
 
 PROBE_CLASSES: dict[str, type[Probe]] = {"gc_objects": GcObjectsProbe}

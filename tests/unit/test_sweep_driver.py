@@ -27,7 +27,7 @@ def test_a_leak_is_flagged_and_confirmed() -> None:
     kept: list[object] = []
     outcome = sweep(lambda: kept.append([]))
     assert outcome.verdict is SweepVerdict.LEAK
-    assert {"py_blocks", "gc_objects"} <= set(outcome.flagged)
+    assert "py_blocks" in outcome.flagged
     assert outcome.result is not None and not outcome.result.passed
     assert outcome.calls == len(kept) > 100  # the screen's ten and the full verdict's
     summary = outcome.to_dict()["leaks"]
