@@ -20,6 +20,7 @@ from pytest_membudget.comparetext import comparison_lines
 from pytest_membudget.distributed import is_worker
 from pytest_membudget.settings import option_by_key, raw_value
 from pytest_membudget.spec import SpecError, parse_bool
+from pytest_membudget.vocabulary import SweepMode
 
 #: Exit status when a report, baseline or plot could not be written at the end of a run
 #: that had otherwise passed (a problem of paths or permissions, as with a usage error).
@@ -82,7 +83,12 @@ def resolve(config: pytest.Config) -> GatingSettings:
         plot_dir=_path(config, "plot"))
 
 
-def configure(config: pytest.Config, results: list[tuple[str, dict[str, Any]]]) -> None:
+#: The sweep's mode and its records (test -> outcome dict), when the sweep is on.
+SweepRecords = tuple[SweepMode, dict[str, dict[str, Any]]]
+
+
+def configure(config: pytest.Config, results: list[tuple[str, dict[str, Any]]],
+              sweep: SweepRecords | None = None) -> None:
     """Check every output before the first test; register the controller's plugin."""
     gating = resolve(config)
     if not gating.active:
@@ -90,7 +96,7 @@ def configure(config: pytest.Config, results: list[tuple[str, dict[str, Any]]]) 
     if is_worker(config):  # pytest-xdist worker: the controller writes
         config.pluginmanager.register(WorkerFacts(config), "membudget-worker-facts")
         return
-    config.pluginmanager.register(Gate(config, gating, results), "membudget-gate")
+    config.pluginmanager.register(Gate(config, gating, results, sweep), "membudget-gate")
 
 
 class WorkerFacts:
@@ -110,10 +116,12 @@ def _usage(error: storage.ReportFileError) -> pytest.UsageError:
 
 class Gate:
     def __init__(self, config: pytest.Config, gating: GatingSettings,
-                 results: list[tuple[str, dict[str, Any]]]) -> None:
+                 results: list[tuple[str, dict[str, Any]]],
+                 sweep: SweepRecords | None = None) -> None:
         from pytest_membudget.plots import missing_matplotlib
 
         self.config, self.gating, self.results = config, gating, results
+        self.sweep = sweep
         self.outcomes: dict[str, str] = {}
         self.worker_cuda: str | None = None
         self.lines: list[str] = []
@@ -159,6 +167,10 @@ class Gate:
             machine_facts={**self.machine,
                            # Known now that the tests may have imported torch.
                            "cuda_device": jsonreport.cuda_device() or self.worker_cuda})
+        if self.sweep is not None:
+            from pytest_membudget.sweepreport import sweep_document
+
+            full["sweep"] = sweep_document(self.sweep[1], self.sweep[0])
         kept = full if self.gating.json_samples else jsonreport.without_samples(full)
         for step in (self._write_json, self._save, self._plot):
             try:

@@ -12,18 +12,26 @@ from pytest_membudget import distributed
 from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.spec import BudgetSpec, SpecError, build_spec
+from pytest_membudget.vocabulary import SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
 #: Set on an async test whose body the async plugin runs through MemBudget.async_test.
 ASYNC_KEY = pytest.StashKey[bool]()
 REPORTS_KEY = pytest.StashKey[list[tuple[str, dict[str, Any]]]]()
+SWEEP_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 MARKER = "membudget"
 FIXTURE = "membudget"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     _settings.add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    _settings.bind_bare_sweep_flag(args)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,13 +41,31 @@ def pytest_configure(config: pytest.Config) -> None:
         "iterations and fail when a probe's slope, peak or growth exceeds its budget, e.g. "
         "@pytest.mark.membudget(rss='0', heap='4 KiB/iter', rss_peak='2 GiB')",
     )
-    config.stash[SETTINGS_KEY] = _settings.resolve(config)
+    config.addinivalue_line(
+        "markers",
+        "no_membudget_sweep(reason=None): leave this test out of --membudget-sweep (it runs "
+        "once, as without the sweep)",
+    )
+    settings = config.stash[SETTINGS_KEY] = _settings.resolve(config)
     config.stash[REPORTS_KEY] = []
     config.pluginmanager.register(ReportCollector(config), "membudget-reports")
+    sweeping = settings.sweep is not SweepMode.OFF and not settings.disable
+    if sweeping:
+        from pytest_membudget.sweephooks import SweepHooks
+
+        config.stash[SWEEP_KEY] = {}
+        config.pluginmanager.register(
+            SweepHooks(config, settings, config.stash[SWEEP_KEY], _own_budgets),
+            "membudget-sweep")
     from pytest_membudget.gating import configure as configure_gating
 
-    configure_gating(config, config.stash[REPORTS_KEY])
+    configure_gating(config, config.stash[REPORTS_KEY],
+                     (settings.sweep, config.stash[SWEEP_KEY]) if sweeping else None)
     distributed.register(config, config.stash[REPORTS_KEY])
+
+
+def _own_budgets(item: pytest.Item) -> MemBudget | None:
+    return item.stash.get(STATE_KEY, None)
 
 
 def _marker_kwargs(item: pytest.Item) -> dict[str, object] | None:

@@ -6,6 +6,7 @@ flag leaves the ini value in force.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,13 +17,17 @@ from pytest_membudget.catalog import PROBES
 from pytest_membudget.spec import (
     MIN_VERDICT_ITERATIONS,
     RUN_KEYS,
+    SCREEN_CALLS,
     Budget,
     RunSettings,
     SpecError,
     parse_bool,
     parse_budget_line,
     parse_run_value,
+    parse_seconds,
+    positive_int,
 )
+from pytest_membudget.vocabulary import SweepMode
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,17 @@ OPTIONS: tuple[Option, ...] = (
            "a line in the summary saying what would settle it)", "false", kind="bool"),
     Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
            "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
+    Option("sweep", "repeat every test in place and judge it for leaks, marked or not: 'fail' "
+           "(the flag alone) fails the leaking tests, 'report' fails nothing and lists them, "
+           "'off'; see docs/sweep.md", "off", kind="optional", metavar="fail|report|off",
+           const="fail"),
+    Option("sweep_screen", "calls the sweep's screen measures after its warm-up: a test is "
+           "flagged for the full verdict when it grew on every one (threads and descriptors: "
+           "overall); more calls cost more and see rarer growth", str(SCREEN_CALLS),
+           metavar="N"),
+    Option("sweep_seconds", "most seconds the sweep spends repeating one test (its screen and "
+           "full verdict); a test it cuts short is listed, not failed; under pytest-timeout it "
+           "also keeps within half the test's timeout", "2", metavar="S"),
 )
 
 
@@ -121,6 +137,9 @@ class Settings:
     budgets: tuple[Budget, ...]
     disable: bool
     require_cuda: bool = False
+    sweep: SweepMode = SweepMode.OFF
+    sweep_seconds: float = 2.0
+    sweep_screen: int = SCREEN_CALLS
 
 
 def add_options(parser: pytest.Parser, extra: Sequence[Option] = ()) -> None:
@@ -185,9 +204,49 @@ def resolve(config: pytest.Config) -> Settings:
         disable = parse_bool("disable", raw_disable, where)
         raw_require, where = raw_value(config, option_by_key("require_cuda"))
         require_cuda = parse_bool("require_cuda", raw_require, where)
+        sweep = parse_sweep(*raw_value(config, option_by_key("sweep")))
+        raw_seconds, where = raw_value(config, option_by_key("sweep_seconds"))
+        sweep_seconds = parse_seconds("sweep_seconds", raw_seconds, where)
+        raw_screen, where = raw_value(config, option_by_key("sweep_screen"))
+        sweep_screen = positive_int("sweep_screen", raw_screen, where, minimum=2)
     except SpecError as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
-    return Settings(RunSettings(**values), budgets, disable, require_cuda)
+    return Settings(RunSettings(**values), budgets, disable, require_cuda, sweep, sweep_seconds,
+                    sweep_screen)
+
+
+_SWEEP_WORDS = {"true": SweepMode.FAIL, "yes": SweepMode.FAIL, "on": SweepMode.FAIL,
+                "1": SweepMode.FAIL, "false": SweepMode.OFF, "no": SweepMode.OFF,
+                "0": SweepMode.OFF, "": SweepMode.OFF}
+
+
+def bind_bare_sweep_flag(args: list[str]) -> None:
+    """``pytest --membudget-sweep tests/``: argparse would take ``tests/`` for the flag's
+    optional value. A bare flag followed by anything but a sweep mode is the flag alone
+    (``fail``); the word after it stays a path. ``args`` is changed in place, before pytest
+    parses it."""
+    flag = option_by_key("sweep").flag
+    words = {*_SWEEP_WORDS, *(mode.value for mode in SweepMode)} - {""}
+    for index, arg in enumerate(args[:-1]):
+        if arg == "--":
+            return
+        following = args[index + 1]
+        if arg == flag and following.lower() not in words and not following.startswith("-"):
+            args[index] = f"{flag}={SweepMode.FAIL.value}"
+
+
+def parse_sweep(value: object, where: str) -> SweepMode:
+    """'fail', 'report' or 'off' (true/false and the like read as fail/off)."""
+    text = str(value).strip().lower() if value is not None else ""
+    if text in _SWEEP_WORDS:
+        return _SWEEP_WORDS[text]
+    try:
+        return SweepMode(text)
+    except ValueError:
+        hint = (f"; {value!r} looks like a path: the flag takes an optional value, so write "
+                "--membudget-sweep=fail (or put the paths before the flag)"
+                if any(mark in text for mark in "/.:") or os.path.exists(str(value)) else "")
+        raise SpecError(f"sweep={value!r} {where}: expected fail, report or off{hint}") from None
 
 
 def option_by_key(key: str, options: Sequence[Option] = OPTIONS) -> Option:

@@ -57,6 +57,14 @@ MIN_VERDICT_ITERATIONS = 640
 REFERENCE_ITERATIONS = 2000
 
 
+#: The sweep's screen (see screening.py): calls after the test's own first call before the
+#: screen's first sample (lazy imports, first-call caches), and calls measured (the default
+#: of membudget_sweep_screen). Here, beside the run's other constants, so that settings.py
+#: reads the default without importing numpy.
+SCREEN_WARMUP = 2
+SCREEN_CALLS = 8
+
+
 @dataclass(frozen=True)
 class RunSettings:
     iterations: int | None  # None: auto

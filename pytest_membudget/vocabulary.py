@@ -105,3 +105,65 @@ class Remedy(str, Enum):
     ITERATIONS = "iterations"
     #: a coarse probe (rss, uss): budget an exact one too (the catalog names which)
     EXACT_PROBE = "exact_probe"
+
+
+class SweepMode(str, Enum):
+    """What ``--membudget-sweep`` does with the tests it finds leaking."""
+
+    OFF = "off"
+    #: fail the leaking tests (with the usual evidence)
+    FAIL = "fail"
+    #: fail nothing; list the leaking tests at the end of the session
+    REPORT = "report"
+
+
+class SweepVerdict(str, Enum):
+    """Where one test ended up in the sweep."""
+
+    #: the screening run saw no growth
+    CLEAN = "clean"
+    #: the screening flagged it; the full verdict found no leak
+    PASSED = "passed"
+    #: the full verdict found a leak
+    LEAK = "leak"
+    #: the full verdict could not settle (a cap other than the sweep's time)
+    INCONCLUSIVE = "inconclusive"
+    #: the sweep's time per test ran out before a verdict
+    CUT_SHORT = "cut short"
+    #: a repeat raised, skipped or xfailed, or the test is of a kind that is not repeated;
+    #: its first outcome stands
+    NOT_REPEATABLE = "not repeatable"
+    #: the test carries the opt-out marker
+    OPTED_OUT = "opted out"
+    #: the test carries its own membudget budgets, judged as usual
+    OWN_BUDGETS = "own budgets"
+
+
+class NotRepeatable(str, Enum):
+    """Why a test was not repeated, or why its repeats stopped."""
+
+    #: a repeat raised an exception (or failed)
+    RAISED = "raised"
+    #: a repeat called pytest.skip
+    SKIPPED = "skipped"
+    #: a repeat called pytest.xfail
+    XFAILED = "xfailed"
+    #: the test is marked xfail: its outcome is expected to change
+    XFAIL_MARKED = "xfail marker"
+    #: a doctest: its examples run once, in one namespace
+    DOCTEST = "doctest"
+    #: a unittest.TestCase method under --pdb (its tearDown is postponed)
+    UNITTEST = "unittest"
+    #: some other kind of test item, not a Python test function
+    OTHER_ITEM = "other item"
+    #: the test's teardown failed after the repeats
+    TEARDOWN = "teardown"
+
+
+class CutShort(str, Enum):
+    """Which bound stopped the sweep of one test early."""
+
+    #: membudget_sweep_seconds
+    SWEEP_SECONDS = "sweep_seconds"
+    #: the share of pytest-timeout's timeout the sweep allows itself
+    TIMEOUT = "timeout"

@@ -48,6 +48,9 @@ def test_every_option_is_covered_here() -> None:
                "compare", "compare_fail", "plot"}
     # test_inconclusive.py reads strict from the flag, the ini key and the marker.
     tested |= {"strict"}
+    # The sweep's keys: test_sweep_repeats.py (sweep, its ini key and bad values;
+    # sweep_screen), test_sweep_neighbours.py (sweep_seconds).
+    tested |= {"sweep", "sweep_seconds", "sweep_screen"}
     assert {o.key for o in OPTIONS} <= tested
 
 

@@ -17,12 +17,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_membudget"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary",),
     ("catalog", "spec", "settings"),
-    ("fit", "verdict"),
+    ("fit", "verdict", "screening"),
     ("probes", "policy", "sampling", "runner", "attribution", "cudaevidence", "taskevidence"),
-    ("results", "baseline"),
+    ("results", "baseline", "sweep", "sweepoutcome"),
     ("figures", "report", "summary", "comparetext", "jsonreport", "plots", "storage", "gating",
-     "distributed", "exporters"),
-    ("plugin", "fixture", "cli", "__init__", "__main__"),
+     "distributed", "exporters", "sweepreport"),
+    ("plugin", "fixture", "cli", "__init__", "__main__", "housekeeping", "sweephooks"),
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 

@@ -1,0 +1,295 @@
+"""What ``--membudget-sweep`` costs and what it finds.
+
+    python bench/sweep.py screen [--repeats 3] [--calls 32]
+    python bench/sweep.py corpus [--repeats 3] [--screens 3,8]
+    python bench/sweep.py suite PATH [--pythonpath DIR] [--repeats 3] [--screens 3,8] [-- ARGS]
+
+``screen``: the screening data behind the rule. Each detection case (bench/detection) runs in
+one process after the others, as in a suite: its first call, then a screen of ``--calls``
+calls sampled after each (the sweep's own probes, no warm-up), in a fresh process per repeat.
+Prints, for each screen length and warm-up, the leaks flagged and the clean cases flagged by
+the rule in pytest_membudget/screening.py, and what a screen costs per test.
+
+``corpus``: a suite of one unmarked test per detection case (the step called once per test;
+its state kept across calls, as a module's caches are), run by plain ``pytest`` and by
+``pytest --membudget-sweep=report``: wall times, leaks caught, false alarms, and where the
+sweep's time went.
+
+``suite``: the same comparison on any test suite (a released package's own tests).
+
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# -- screen ------------------------------------------------------------------------------------
+
+def screen_one_process(calls: int) -> dict[str, Any]:
+    """In this process: every case's first call and screen; the series of each probe."""
+    from bench.detection.cases import CASES, close_step
+    from pytest_membudget.screening import SCREEN_PROBES
+    from pytest_membudget.settings import default_run
+    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
+
+    try:  # imported before any case, as a suite imports it at collection
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    spec = screen_spec(default_run(), calls)
+    out: dict[str, Any] = {}
+    for name, case in CASES.items():
+        if case.needs and torch is None:
+            continue
+        step = case.make()
+        try:
+            step()
+            begin = time.perf_counter()
+            done = drive(repeat(spec, SCREEN_PROBES, (Exception,),
+                                storage=ScreenMeasurement), step)
+            seconds = time.perf_counter() - begin
+            series = done.measurement.window()[1]
+            out[name] = {"truth": case.truth, "seconds": seconds,
+                         "series": {k: [float(v) for v in values]
+                                    for k, values in series.items()}}
+        finally:
+            close_step(step)
+    idle = []
+    for _ in range(20):
+        begin = time.perf_counter()
+        drive(repeat(screen_spec(default_run()), SCREEN_PROBES, (Exception,),
+                     storage=ScreenMeasurement), lambda: None)
+        idle.append(time.perf_counter() - begin)
+    out["__idle__"] = {"seconds": statistics.median(idle)}
+    return out
+
+
+def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int]) -> None:
+    import numpy as np
+
+    from pytest_membudget.screening import flagged
+
+    names = [n for n in runs[0] if not n.startswith("__")]
+    leaks = [n for n in names if runs[0][n]["truth"] == "leak"]
+    clean = [n for n in names if runs[0][n]["truth"] == "clean"]
+    print(f"Screening rule on the detection corpus ({len(leaks)} leaks, {len(clean)} clean), "
+          f"{len(runs)} process(es)")
+    print("  warm-up: calls after the test's own before the screen's first sample; calls: the "
+          "calls measured (deltas judged)")
+    print(f"  {'warm-up':>7} {'calls':>5}  {'leaks flagged':>13}  {'clean flagged':>13}  "
+          "missed leaks (any run) / flagged clean (any run)")
+    for warmup in warmups:
+        for length in lengths:
+            hits: dict[str, int] = {}
+            for run in runs:
+                for name in names:
+                    series = {k: np.asarray(v[warmup:warmup + length + 1])
+                              for k, v in run[name]["series"].items()}
+                    if min(len(v) for v in series.values()) < length + 1:
+                        continue
+                    hits[name] = hits.get(name, 0) + bool(flagged(series))
+            total = len(runs)
+            caught = sum(hits.get(n, 0) for n in leaks)
+            false = sum(hits.get(n, 0) for n in clean)
+            missed = sorted(n for n in leaks if hits.get(n, 0) < total)
+            alarms = sorted(n for n in clean if hits.get(n, 0))
+            print(f"  {warmup + 1:>7} {length:>5}  {caught:>6}/{len(leaks) * total:<6}  "
+                  f"{false:>6}/{len(clean) * total:<6}  {', '.join(missed) or '-'} / "
+                  f"{', '.join(alarms) or '-'}")
+    idle = statistics.median(run["__idle__"]["seconds"] for run in runs)
+    print(f"\nA screen of an empty test body costs {idle * 1e3:.2f} ms (median).")
+
+
+def screen(args: argparse.Namespace) -> None:
+    runs = []
+    for _ in range(args.repeats):
+        completed = subprocess.run(
+            [sys.executable, __file__, "screen-process", "--calls", str(args.calls)],
+            capture_output=True, text=True, check=True, cwd=ROOT)
+        runs.append(json.loads(completed.stdout.splitlines()[-1]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs))
+    evaluate(runs, [n for n in (3, 4, 6, 8, 12, 16, 24, 32) if n <= args.calls - 2],
+             [0, 1, 2])
+
+
+# -- suites ------------------------------------------------------------------------------------
+
+CORPUS_CONFTEST = '''
+import sys
+sys.path.insert(0, {root!r})
+import pytest
+from bench.detection.cases import CASES, close_step
+
+STEPS = {{}}
+
+try:
+    import torch
+    torch.set_num_threads(1)
+except ImportError:
+    torch = None
+
+
+@pytest.fixture(scope="session")
+def step_of():
+    def get(name):
+        if CASES[name].needs and torch is None:
+            pytest.skip("needs torch")
+        if name not in STEPS:
+            STEPS[name] = CASES[name].make()
+        return STEPS[name]
+    yield get
+    for step in STEPS.values():
+        close_step(step)
+'''
+
+
+def corpus_suite(where: Path) -> dict[str, str]:
+    from bench.detection.cases import CASES
+
+    (where / "conftest.py").write_text(CORPUS_CONFTEST.format(root=str(ROOT)))
+    (where / "pytest.ini").write_text("[pytest]\n")
+    tests = "\n\n".join(f"def test_{name}(step_of):\n    step_of({name!r})()"
+                        for name in CASES)
+    (where / "test_corpus.py").write_text(tests + "\n")
+    return {f"test_corpus.py::test_{name}": case.truth for name, case in CASES.items()}
+
+
+def run_pytest(where: Path, args: list[str], env: dict[str, str]) -> tuple[float, str, int]:
+    begin = time.perf_counter()
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                                "-p", "no:randomly", "-q", *args], cwd=where, env=env,
+                               capture_output=True, text=True)
+    return time.perf_counter() - begin, completed.stdout + completed.stderr, completed.returncode
+
+
+def compare(where: Path, args: list[str], repeats: int, env: dict[str, str],
+            screens: list[int], truth: dict[str, str] | None = None) -> None:
+    plain: list[float] = []
+    plain_codes: list[int] = []
+    swept: dict[int, list[float]] = {n: [] for n in screens}
+    documents: dict[int, list[dict[str, Any]]] = {n: [] for n in screens}
+    outputs: dict[int, str] = {}
+    report = where / "sweep.json"
+    for _ in range(repeats):
+        seconds, _output, code = run_pytest(where, args, env)
+        plain.append(seconds)
+        plain_codes.append(code)
+        for n in screens:
+            report.unlink(missing_ok=True)
+            seconds, output, code = run_pytest(
+                where, [*args, "--membudget-sweep=report", f"--membudget-sweep-screen={n}",
+                        f"--membudget-json={report}"], env)
+            if not report.exists():
+                print(output[-3000:])
+                raise SystemExit("the sweep wrote no JSON report")
+            swept[n].append(seconds)
+            documents[n].append(json.loads(report.read_text())["sweep"])
+            outputs[n] = output
+            if code != plain_codes[-1]:
+                print(f"note: exit code {code} with the sweep, {plain_codes[-1]} without")
+    p = statistics.median(plain)
+    print(f"plain pytest: {p:.2f} s (median of {repeats}: "
+          f"{', '.join(f'{x:.2f}' for x in plain)}); exit code {plain_codes[-1]}")
+    for n in screens:
+        s = statistics.median(swept[n])
+        last = documents[n][-1]
+        spent = last["seconds"]
+        flagged: dict[str, int] = {}
+        for entry in last["flagged"]:
+            flagged[entry["verdict"]] = flagged.get(entry["verdict"], 0) + 1
+        print(f"\n--membudget-sweep=report --membudget-sweep-screen={n}: {s:.2f} s "
+              f"({', '.join(f'{x:.2f}' for x in swept[n])}), {s / p:.2f}x plain")
+        print(f"  sweep's own time (last run, summed over tests): {spent['sweep']:.2f} s = "
+              f"screens {spent['screen']:.2f} s + full verdicts {spent['full_verdicts']:.2f} s;"
+              f" the tests' own first calls {spent['first_calls']:.2f} s")
+        print(f"  counts: {json.dumps(last['counts'])}; flagged by the screen: "
+              f"{sum(flagged.values())} ({json.dumps(flagged)})")
+        for document in documents[n]:
+            leaks = {e["test"] for e in document["leaks"]}
+            if truth is None:
+                print(f"  run: {len(leaks)} leaking: {sorted(leaks)}")
+                continue
+            caught = sorted(t for t in leaks if truth.get(t) == "leak")
+            false = sorted(t for t in leaks if truth.get(t) == "clean")
+            missed = sorted(t for t, v in truth.items() if v == "leak" and t not in leaks)
+            print(f"  run: leaks caught {len(caught)}/{sum(v == 'leak' for v in truth.values())}"
+                  f", false alarms {len(false)}/{sum(v == 'clean' for v in truth.values())}"
+                  f" {false or ''}; missed: {', '.join(m.split('::')[-1] for m in missed)}")
+    for n in screens:
+        print(f"\nlast sweep's summary (screen {n}):")
+        lines = outputs[n].splitlines()
+        start = next((i for i, line in enumerate(lines) if "membudget sweep (" in line), None)
+        if start is not None:
+            end = next((i for i in range(start + 1, len(lines))
+                        if lines[i].startswith(("---", "==="))), len(lines))
+            print("\n".join(lines[start:end]))
+
+
+def corpus(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="membudget-sweep-") as tmp:
+        where = Path(tmp)
+        truth = corpus_suite(where)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        print(f"Corpus suite: {len(truth)} unmarked tests "
+              f"({sum(v == 'leak' for v in truth.values())} leaks)")
+        compare(where, [], args.repeats, env, args.screens, truth)
+
+
+def suite(args: argparse.Namespace) -> None:
+    where = Path(args.path).resolve()
+    paths = [str(ROOT), *(str(Path(p).resolve()) for p in args.pythonpath)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    print(f"Suite: {where} {' '.join(args.pytest_args)}")
+    compare(where, list(args.pytest_args), args.repeats, env, args.screens)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    screening = commands.add_parser("screen", help="screening data on the detection corpus")
+    screening.add_argument("--repeats", type=int, default=3, help="fresh processes")
+    screening.add_argument("--calls", type=int, default=34, help="calls per screen")
+    screening.add_argument("--json", help="write the series to this file")
+    process = commands.add_parser("screen-process")
+    process.add_argument("--calls", type=int, default=34)
+    on_corpus = commands.add_parser("corpus", help="the corpus as an unmarked suite")
+    on_corpus.add_argument("--repeats", type=int, default=3)
+    on_corpus.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
+                           default=[8], help="screen lengths to run, e.g. 3,8")
+    on_suite = commands.add_parser("suite", help="any suite: plain against the sweep")
+    on_suite.add_argument("path")
+    on_suite.add_argument("--pythonpath", action="append", default=[],
+                          help="put this directory on PYTHONPATH (e.g. the package's src)")
+    on_suite.add_argument("--repeats", type=int, default=3)
+    on_suite.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
+                          default=[8], help="screen lengths to run, e.g. 3,8")
+    # After --: arguments for pytest (taken as they are).
+    args, extra = parser.parse_known_args()
+    if extra and args.command != "suite":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = [a for a in extra if a != "--"]
+    if args.command == "screen-process":
+        print(json.dumps(screen_one_process(args.calls)))
+    else:
+        {"screen": screen, "corpus": corpus, "suite": suite}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The sweep's driver on plain callables: the screen, the full verdict on what it flags, the
+time it allows itself, and the repeats that stop it. Its flag and parsing are at the end."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
+from pytest_membudget.spec import SpecError
+from pytest_membudget.sweep import sweep_test
+from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
+
+
+def sweep(body, *, allowed: float = 10.0, first_call: float = 0.0):  # type: ignore[no-untyped-def]
+    return sweep_test(body, run=default_run(evidence=False), defaults=(),
+                      first_call=first_call, allowed=allowed, bound=CutShort.SWEEP_SECONDS,
+                      catch=(Exception,), classify=lambda error: NotRepeatable.RAISED)
+
+
+def test_a_clean_body_is_screened_only() -> None:
+    outcome = sweep(lambda: sum(range(100)))
+    assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
+    assert outcome.calls == 10 and outcome.flagged == {}
+
+
+def test_a_leak_is_flagged_and_confirmed() -> None:
+    kept: list[object] = []
+    outcome = sweep(lambda: kept.append([]))
+    assert outcome.verdict is SweepVerdict.LEAK
+    assert "py_blocks" in outcome.flagged
+    assert outcome.result is not None and not outcome.result.passed
+    assert outcome.calls == len(kept) > 100  # the screen's ten and the full verdict's
+    summary = outcome.to_dict()["leaks"]
+    assert {p["probe"] for p in summary["probes"]} <= set(outcome.flagged)
+
+
+def test_a_repeat_that_raises_stops_the_sweep() -> None:
+    calls: list[int] = []
+
+    def once() -> None:
+        calls.append(1)
+        assert len(calls) < 4, "called too often"
+
+    outcome = sweep(once)
+    assert outcome.verdict is SweepVerdict.NOT_REPEATABLE
+    assert outcome.reason is NotRepeatable.RAISED and outcome.failed_call == 4
+    assert outcome.detail == "AssertionError: called too often"  # the message's first line
+
+
+def test_a_body_too_slow_for_the_screen_is_not_started() -> None:
+    calls: list[int] = []
+    outcome = sweep(lambda: calls.append(1), allowed=1.0, first_call=0.2)
+    assert outcome.verdict is SweepVerdict.CUT_SHORT and calls == []
+
+
+def test_the_flag_before_a_path_and_the_modes() -> None:
+    args = ["--membudget-sweep", "tests/", "-q"]
+    bind_bare_sweep_flag(args)
+    assert args == ["--membudget-sweep=fail", "tests/", "-q"]
+    for kept in (["--membudget-sweep", "report", "x"], ["--membudget-sweep", "-q"],
+                 ["--membudget-sweep"], ["--", "--membudget-sweep", "x"]):
+        before = list(kept)
+        bind_bare_sweep_flag(kept)
+        assert kept == before
+    assert parse_sweep("fail", "") is SweepMode.FAIL
+    assert parse_sweep("true", "") is SweepMode.FAIL
+    assert parse_sweep("report", "") is SweepMode.REPORT
+    assert parse_sweep("", "") is SweepMode.OFF
+    with pytest.raises(SpecError, match="looks like a path"):
+        parse_sweep("tests/unit", "from --membudget-sweep")
+
+
+def test_an_empty_body_reads_flat_from_the_first_call() -> None:
+    """The screen's rule reads every delta, the first one too: the runner's own bookkeeping
+    must not add a block or an object to the first iterations of the window."""
+    import numpy as np
+
+    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
+
+    spec = screen_spec(default_run(), 12)
+    for _ in range(3):
+        done = drive(repeat(spec, ("py_blocks", "gc_objects"), (), storage=ScreenMeasurement),
+                     lambda: None)
+    series = done.measurement.window()[1]
+    assert {name: np.diff(values).tolist() for name, values in series.items()} == {
+        "py_blocks": [0.0] * 12, "gc_objects": [0.0] * 12}
