@@ -256,7 +256,7 @@ _NUMBERS = (int, float, bool, type(None))
 # Counter asks whether its argument is a Mapping; the first time for each iterator type, every
 # Mapping class in the process files that type in its ABC cache (a weak set: a set, weakrefs,
 # their callbacks). Asked here, at import, rather than between the evidence's two counts.
-Counter(map(type, ())).update(x for x in ())
+Counter(map(type, ())).update(type(x) for x in range(0))
 #: Objects whose atoms are names, docstrings and code, not data: a program's functions and
 #: descriptors hold nearly half the atoms of a large heap (torch's), and leak none of them.
 _CODE_TYPES = frozenset({
