@@ -46,6 +46,10 @@ class ProbeInfo:
     exact: tuple[str, ...] = ()
     #: What an exact probe sees, in a few words (for the suggestion of ``exact``).
     sees: str = ""
+    #: An exact probe sampled beside this coarse one in auto runs, unreported: while it
+    #: grows clearly, faster than the budget allows, a flat reading of this probe is no pass
+    #: (see verdict.hold_back). "" for none.
+    witness: str = ""
     #: The ample growth of this probe, where its kind's (AMPLE_GROWTH) does not fit: 64
     #: threads prove a leak, 64 objects do not.
     ample: float | None = None
@@ -75,10 +79,12 @@ PROBES: dict[str, ProbeInfo] = {
     for p in (
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
-                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc")),
+                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
+                  witness="py_blocks"),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
-                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc")),
+                  floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
+                  witness="py_blocks"),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True),
         ProbeInfo("malloc", B, "B", 4096, "native",

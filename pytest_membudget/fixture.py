@@ -158,16 +158,12 @@ class MemBudget:
             yield 0
             self.result = MembudgetResult(1, 0, StopReason.DISABLED, 0.0, {})
             return
-        from pytest_membudget.probes import ProbeError, create
+        from pytest_membudget.probes import ProbeError
         from pytest_membudget.results import build_result
-        from pytest_membudget.runner import capacity_for, measure
-        from pytest_membudget.sampling import Measurement
+        from pytest_membudget.runner import measure, open_measurement
 
-        names = self.spec.probes or DEFAULT_PROBES
-        options = {"device": self.spec.run.device, "cuda_history": self.spec.run.cuda_history}
-        probes = {name: create(name, options) for name in names}
-        self._measurement = Measurement(self.spec, probes, capacity_for(self.spec))
-        self._loop = measure(self.spec, probes, self._measurement)
+        self._measurement = open_measurement(self.spec, self.spec.probes or DEFAULT_PROBES)
+        self._loop = measure(self.spec, self._measurement.probes, self._measurement)
         try:
             yield from self._loop
         except ProbeError as exc:

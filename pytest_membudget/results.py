@@ -183,6 +183,8 @@ def build_result(m: Measurement) -> MembudgetResult:
     probes: dict[str, ProbeResult] = {}
     peaks = m.peaks()
     for column, name in enumerate(m.probes):
+        if name in m.hidden:
+            continue
         budgets: dict[str, float | None] = {kind.value: None for kind in BudgetKind}
         for kind, budget in m.spec.for_probe(name).items():
             budgets[kind.value] = budget.limit

@@ -21,7 +21,7 @@ from pytest_membudget.policy import RunPolicy, reading_of
 from pytest_membudget.probes import Probe
 from pytest_membudget.sampling import GarbageCollection, Measurement, ProbeSet, Stride
 from pytest_membudget.spec import BudgetSpec
-from pytest_membudget.verdict import judge
+from pytest_membudget.verdict import judge, witnesses
 from pytest_membudget.vocabulary import Phase, StopReason
 
 Sample = Callable[[int, float], None]
@@ -30,6 +30,29 @@ Sample = Callable[[int, float], None]
 def capacity_for(spec: BudgetSpec) -> int:
     """Rows of sample storage a run of ``spec`` may fill."""
     return spec.run.warmup + RunPolicy.for_run(spec.run).most_iterations + 2
+
+
+def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
+                     storage: type[Measurement] = Measurement) -> Measurement:
+    """Fresh storage and probes for ``names``, with the witnesses of the spec's coarse
+    budgets (verdict.witnesses) sampled beside them, unreported, where this system can
+    read them."""
+    from pytest_membudget.probes import create
+
+    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
+    probes = {name: create(name, options) for name in names}
+    wanted = witnesses(spec)
+    hidden = set()
+    for witness in dict.fromkeys(wanted.values()):
+        if witness not in probes:
+            probe = create(witness, options)
+            if not probe.unavailable():
+                probes[witness] = probe
+                hidden.add(witness)
+    m = storage(spec, probes, capacity_for(spec))
+    m.witnesses = {coarse: w for coarse, w in wanted.items() if coarse in probes and w in probes}
+    m.hidden = frozenset(hidden)
+    return m
 
 
 def measure(

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from pytest_membudget.policy import RunPolicy
 from pytest_membudget.probes import Probe
 from pytest_membudget.spec import BudgetSpec
-from pytest_membudget.verdict import Verdict, judge
+from pytest_membudget.verdict import Verdict, hold_back, judge
 from pytest_membudget.vocabulary import GcPolicy, Phase, StopReason
 
 #: Share of the workload's time that sampling may take; the sampling stride follows from it.
@@ -55,6 +55,10 @@ class Measurement:
     evidence: dict[str, Any] = field(default_factory=dict)
     #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
     source_peaks: dict[str, float] = field(default_factory=dict)
+    #: Coarse probe -> the exact probe sampled beside it (verdict.witnesses), and the probes
+    #: sampled only as witnesses: judged for hold_back, never reported.
+    witnesses: dict[str, str] = field(default_factory=dict)
+    hidden: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)
@@ -108,7 +112,12 @@ class Measurement:
 
     def judge(self) -> Verdict:
         x, series = self.window()
-        return judge(self.spec, x, series, self.peaks(), longest_tail=self.longest_tail())
+        shown = {name: y for name, y in series.items() if name not in self.hidden}
+        longest = self.longest_tail()
+        verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest)
+        if not self.witnesses:
+            return verdict
+        return hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence, longest)
 
 
 class ProbeSet:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pytest_membudget.results import MembudgetResult, build_result
-from pytest_membudget.runner import capacity_for, measure
+from pytest_membudget.runner import measure, open_measurement
 from pytest_membudget.sampling import Measurement
 from pytest_membudget.screening import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
 from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
@@ -64,11 +64,8 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseExcep
     """Yield once per call of the body: ``unmeasured`` calls, then as :func:`runner.measure`
     asks, sampling ``names``. A call's exception of ``catch``, thrown in by the driver, stops
     the repeats and is handed back instead of raised."""
-    from pytest_membudget.probes import create
-
-    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
-    probes = {name: create(name, options) for name in names}
-    m = storage(spec, probes, capacity_for(spec))
+    m = open_measurement(spec, names, storage)
+    probes = m.probes
     done = Repetition(m)
     try:
         for _ in range(unmeasured):

@@ -124,3 +124,46 @@ def judge(
             initial=-math.inf))), spec.run.confidence, longest_tail, auto)
         for probe, y in series.items()
     })
+
+
+#: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
+#: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
+SMALLEST_BLOCK = 16
+
+
+def witnesses(spec: BudgetSpec) -> dict[str, str]:
+    """Coarse probe -> its exact witness (catalog ``witness``), for the slope budgets of an
+    auto run. A fixed run reports what it measured; an auto run decides when to stop, and a
+    coarse probe must not stop it with a pass that the exact count contradicts."""
+    if spec.run.iterations is not None:
+        return {}
+    return {b.probe: PROBES[b.probe].witness for b in spec.budgets
+            if b.kind is BudgetKind.SLOPE and PROBES[b.probe].witness}
+
+
+def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
+              witnessed: dict[str, str], confidence: float, longest_tail: float) -> Verdict:
+    """A coarse probe's passing slope budget turns ambiguous while its witness grows clearly
+    (a failure of the witness's own slope rule at the budget's rate, in blocks): RSS moves in
+    pages and the allocators keep free pages in reserve, so a window can read flat while
+    Python's blocks grow by one per iteration (a float kept per call fills the reserve for
+    hundreds of iterations first). The run then goes on until RSS shows it or time is up."""
+    held = dict(verdict.probes)
+    for coarse, witness in witnessed.items():
+        judgement = held.get(coarse)
+        if judgement is None or witness not in series:
+            continue
+        passing = [o for o in judgement.outcomes
+                   if o.budget.kind is BudgetKind.SLOPE and o.status is PASS]
+        if not passing:
+            continue
+        t = trend(x, series[witness], confidence)
+        res = resolution(witness, series[witness])
+        outcomes = tuple(
+            Outcome(o.budget, AMBIGUOUS, o.measured)
+            if o in passing and judge_slope(t, o.budget.limit / SMALLEST_BLOCK, res,
+                                            longest_tail) is FAIL
+            else o
+            for o in judgement.outcomes)
+        held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
+    return Verdict(held)

@@ -14,4 +14,6 @@ def inner_runs_in_file_order(request: pytest.FixtureRequest,
     PYTEST_ADDOPTS."""
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:randomly")
+    # pytest-asyncio (a test dependency) warns in every inner run that leaves this unset.
+    monkeypatch.setenv("PYTEST_ADDOPTS",
+                       "-p no:randomly -o asyncio_default_fixture_loop_scope=function")

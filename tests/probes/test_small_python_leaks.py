@@ -33,6 +33,18 @@ def clean():
 def test_float_leak_rss(membudget):
     membudget.run(float_leak)
 
+ROOM = []
+
+@pytest.mark.membudget(rss=0)
+def test_float_leak_rss_with_room(membudget):
+    # Free room in the interpreter's pools: 200,000 floats made, one in 400 kept, so that no
+    # pool empties; the leak's floats reuse their blocks for ~200,000 iterations before RSS
+    # gets a new page. RSS reads flat over any window shorter than that.
+    made = [float(i) for i in range(200_000)]
+    ROOM.extend(made[::400])
+    del made
+    membudget.run(float_leak)
+
 @pytest.mark.membudget(py_blocks=0)
 def test_float_leak_py_blocks(membudget):
     membudget.run(float_leak)
@@ -53,8 +65,8 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     (where / "conftest.py").write_text(RECORDER)
     (where / "test_small.py").write_text(WORKLOADS)
     # One test per process: what one test leaves in the allocators is not the next one's.
-    for test in ("test_float_leak_rss", "test_float_leak_py_blocks",
-                 "test_float_leak_gc_objects", "test_clean"):
+    for test in ("test_float_leak_rss", "test_float_leak_rss_with_room",
+                 "test_float_leak_py_blocks", "test_float_leak_gc_objects", "test_clean"):
         subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
                         "no:randomly", "-q", f"test_small.py::{test}", "--no-membudget-evidence"],
                        cwd=where, capture_output=True, text=True, timeout=300, check=False)
@@ -68,6 +80,15 @@ def test_one_float_per_iteration_fails_rss_at_the_default_settings(rows) -> None
     # RSS shows 32 B/iter only once pymalloc's free pools are used up: past the reference
     # length of 2000 iterations, which an auto run no longer stops at.
     assert row["data"]["iterations"] > 2000
+
+
+def test_a_flat_rss_is_no_pass_while_python_blocks_grow(rows) -> None:
+    """With room in the pools, RSS stays flat for far longer than a verdict needs; the
+    py_blocks count sampled beside it (unreported) holds the pass back until RSS shows it."""
+    row = rows["test_float_leak_rss_with_room"]
+    assert row["outcome"] == "failed" and row["data"]["probes"]["rss"]["verdict"] == "fail", (
+        {key: value for key, value in row["data"].items() if key != "samples"})
+    assert list(row["data"]["probes"]) == ["rss"]
 
 
 def test_py_blocks_sees_one_block_per_iteration(rows) -> None:

@@ -1,0 +1,72 @@
+"""The witness rule (verdict.hold_back): a coarse probe's flat window is no pass while the
+exact count sampled beside it grows faster than the budget allows; and the witness is
+sampled only where it can change a decision, and never reported."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pytest_membudget.runner import open_measurement
+from pytest_membudget.settings import default_run
+from pytest_membudget.spec import Budget, BudgetSpec
+from pytest_membudget.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesses
+
+from . import series
+
+AUTO = default_run()
+N = 400
+X = series.x(N)
+FLAT_RSS = np.full(N, 50e6)
+ONE_BLOCK_PER_ITER = 200_000.0 + X
+
+
+def rss_status(blocks: np.ndarray, limit: float = 0.0, run=AUTO) -> str:
+    spec = BudgetSpec((Budget("rss", "slope", limit, "test"),), run)
+    verdict = judge(spec, X, {"rss": FLAT_RSS}, {}, longest_tail=1000.0)
+    held = hold_back(verdict, X, {"rss": FLAT_RSS, "py_blocks": blocks}, witnesses(spec),
+                     run.confidence, 1000.0)
+    return held.probes["rss"].outcomes[0].status
+
+
+def test_flat_rss_while_blocks_grow_is_not_a_pass() -> None:
+    assert rss_status(ONE_BLOCK_PER_ITER) == AMBIGUOUS
+
+
+def test_flat_rss_with_flat_blocks_passes() -> None:
+    assert rss_status(np.full(N, 200_000.0)) == PASS
+
+
+def test_blocks_that_filled_and_stopped_do_not_hold_a_pass() -> None:
+    filled = 200_000.0 + np.minimum(X, 150.0)  # a cache of 150 entries, full before the tail
+    assert rss_status(filled) == PASS
+
+
+def test_blocks_within_the_budget_do_not_hold_a_pass() -> None:
+    # One block an iteration is at least 16 bytes; a budget of 1 KiB/iter allows it.
+    assert rss_status(ONE_BLOCK_PER_ITER, limit=1024.0) == PASS
+
+
+def test_witnesses_only_for_the_slope_budgets_of_auto_runs() -> None:
+    auto = BudgetSpec((Budget("rss", "slope", 0.0, "t"), Budget("uss", "peak", 1e9, "t"),
+                       Budget("heap", "slope", 0.0, "t")), AUTO)
+    assert witnesses(auto) == {"rss": "py_blocks"}
+    fixed = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), default_run(iterations=100))
+    assert witnesses(fixed) == {}
+
+
+def test_the_witness_is_sampled_but_not_reported() -> None:
+    from pytest_membudget.results import build_result
+    from pytest_membudget.runner import measure
+
+    spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), default_run(max_seconds=0.5))
+    m = open_measurement(spec, ("rss",))
+    assert list(m.probes) == ["rss", "py_blocks"] and m.hidden == {"py_blocks"}
+    for _ in measure(spec, m.probes, m):
+        pass
+    assert list(build_result(m).probes) == ["rss"]
+
+
+def test_a_measured_probe_serves_as_its_own_witness() -> None:
+    spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), AUTO)
+    m = open_measurement(spec, ("rss", "py_blocks"))
+    assert m.hidden == frozenset() and m.witnesses == {"rss": "py_blocks"}
