@@ -76,6 +76,10 @@ MUTANTS = (
            "shortest = self._capped(self.shortest)", "shortest = 0"),
     Mutant("no-ample-growth", "ample growth confirms a failure early", "policy.py",
            "if measured >= last or reading is Reading.FAIL_AMPLE:", "if measured >= last:"),
+    Mutant("no-witness", "a flat RSS is no pass while py_blocks grows", "verdict.py",
+           "    if spec.run.iterations is not None:\n        return {}", "    return {}"),
+    Mutant("witness-at-zero", "the witness holds a pass only above the budget's rate",
+           "verdict.py", "o.budget.limit / SMALLEST_BLOCK", "0.0"),
 )
 
 
