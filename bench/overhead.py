@@ -22,8 +22,7 @@ from collections.abc import Iterator
 
 from pytest_membudget.probes import create
 from pytest_membudget.results import build_result
-from pytest_membudget.runner import capacity_for, measure
-from pytest_membudget.sampling import Measurement
+from pytest_membudget.runner import measure, open_measurement
 from pytest_membudget.settings import default_run
 from pytest_membudget.spec import build_spec
 
@@ -133,10 +132,10 @@ def py_blocks_on_a_large_heap(objects: int = 2_000_000, reads: int = 200) -> flo
 def run_once(per_iteration: float, budgets: dict[str, object],
              iterations: int | str) -> tuple[float, float, int, int]:
     spec = build_spec(default_run(), (), {**budgets, "iterations": iterations}, "in bench")
-    probes = {name: create(name) for name in spec.probes}
-    m = Measurement(spec, probes, capacity_for(spec))
+    # As the fixture opens it: with the witness an rss budget has sampled beside it.
+    m = open_measurement(spec, spec.probes)
     begin = time.perf_counter()
-    for _ in measure(spec, probes, m):
+    for _ in measure(spec, m.probes, m):
         spin(per_iteration)
     result = build_result(m)
     plugin = time.perf_counter() - begin

@@ -69,6 +69,12 @@ RSS_FLOOR = 256.0
 #: cases: about one block per 300 iterations); a leak of one block per iteration passes 64
 #: within a 64-iteration tail.
 PY_BLOCKS_RESOLUTION = 64
+#: The growth of a witness (ProbeInfo.witness) over the judged tail that holds a coarse
+#: probe's pass back: four times py_blocks's own resolution. The runner's own judgements
+#: leave 5 to 20 blocks in numpy's caches at each checkpoint (measured on a busy loop), and a
+#: cache that fills is no reason to hold a pass; one block per iteration reaches it over a
+#: 256-iteration tail, inside the first 640-iteration window.
+WITNESS_RESOLUTION = 256
 #: About 64 MiB of objects or blocks of 64 bytes.
 OBJECTS_AMPLE = 1_000_000.0
 

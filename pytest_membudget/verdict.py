@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_membudget.catalog import PROBES
+from pytest_membudget.catalog import PROBES, WITNESS_RESOLUTION
 from pytest_membudget.fit import FloatArray, Trend, trend
 from pytest_membudget.spec import Budget, BudgetSpec
 from pytest_membudget.vocabulary import BudgetKind, Status
@@ -144,7 +144,8 @@ def witnesses(spec: BudgetSpec) -> dict[str, str]:
 def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
               witnessed: dict[str, str], confidence: float, longest_tail: float) -> Verdict:
     """A coarse probe's passing slope budget turns ambiguous while its witness grows clearly
-    (a failure of the witness's own slope rule at the budget's rate, in blocks): RSS moves in
+    (a failure of the witness's slope rule at the budget's rate, in blocks, with
+    WITNESS_RESOLUTION): RSS moves in
     pages and the allocators keep free pages in reserve, so a window can read flat while
     Python's blocks grow by one per iteration (a float kept per call fills the reserve for
     hundreds of iterations first). The run then goes on until RSS shows it or time is up."""
@@ -158,11 +159,10 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
         if not passing:
             continue
         t = trend(x, series[witness], confidence)
-        res = resolution(witness, series[witness])
         outcomes = tuple(
             Outcome(o.budget, AMBIGUOUS, o.measured)
-            if o in passing and judge_slope(t, o.budget.limit / SMALLEST_BLOCK, res,
-                                            longest_tail) is FAIL
+            if o in passing and judge_slope(t, o.budget.limit / SMALLEST_BLOCK,
+                                            WITNESS_RESOLUTION, longest_tail) is FAIL
             else o
             for o in judgement.outcomes)
         held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)

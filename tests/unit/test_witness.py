@@ -14,7 +14,7 @@ from pytest_membudget.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesse
 from . import series
 
 AUTO = default_run()
-N = 400
+N = 800
 X = series.x(N)
 FLAT_RSS = np.full(N, 50e6)
 ONE_BLOCK_PER_ITER = 200_000.0 + X
