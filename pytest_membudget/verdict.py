@@ -145,10 +145,10 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
               witnessed: dict[str, str], confidence: float, longest_tail: float) -> Verdict:
     """A coarse probe's passing slope budget turns ambiguous while its witness grows clearly
     (a failure of the witness's slope rule at the budget's rate, in blocks, with
-    WITNESS_RESOLUTION): RSS moves in
-    pages and the allocators keep free pages in reserve, so a window can read flat while
-    Python's blocks grow by one per iteration (a float kept per call fills the reserve for
-    hundreds of iterations first). The run then goes on until RSS shows it or time is up."""
+    WITNESS_RESOLUTION). RSS moves in pages and the allocators keep free slots in reserve,
+    so a window can read flat while Python's blocks grow by one per iteration (a float kept
+    per call fills the reserve first). The run then goes on until RSS shows it, the blocks
+    stop, or time is up."""
     held = dict(verdict.probes)
     for coarse, witness in witnessed.items():
         judgement = held.get(coarse)
