@@ -8,6 +8,8 @@ pytest-xdist) appends each budgeted test's call-phase outcome and ``report.membu
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +41,17 @@ def read_rows(directory: Path) -> list[dict[str, Any]]:
     for row in rows:
         row["test"] = row["nodeid"].split("::")[-1]
     return rows
+
+
+def write_suite(where: Path, workloads: str, name: str = "test_workloads.py") -> Path:
+    """The recorder's conftest and ``workloads`` as ``name`` in ``where``; returns ``where``."""
+    (where / "conftest.py").write_text(RECORDER)
+    (where / name).write_text(workloads)
+    return where
+
+
+def run_pytest(where: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest -p no:cacheprovider *args`` in a fresh process in ``where``."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=where, capture_output=True, text=True, timeout=timeout,
+                          check=False)

@@ -7,13 +7,11 @@ the verdict of every probe of every budgeted test.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from recording import RECORDER, read_rows
+from recording import read_rows, run_pytest, write_suite
 
 pytest.importorskip("xdist")
 pytestmark = pytest.mark.slow
@@ -88,11 +86,7 @@ def run_suite(where: Path, *args: str) -> dict[str, Any]:
     results = where / "results.jsonl"
     if results.exists():
         results.unlink()
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args,
-         "test_workloads.py"],
-        cwd=where, capture_output=True, text=True, timeout=600,
-    )
+    completed = run_pytest(where, "-q", *args, "test_workloads.py")
     rows = [{"test": row["test"], "outcome": row["outcome"],
              "verdicts": {name: p["verdict"] for name, p in row["data"]["probes"].items()}}
             for row in read_rows(where)]
@@ -101,9 +95,7 @@ def run_suite(where: Path, *args: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("xdist")
-    (where / "conftest.py").write_text(RECORDER)
-    (where / "test_workloads.py").write_text(WORKLOADS)
+    where = write_suite(tmp_path_factory.mktemp("xdist"), WORKLOADS)
     # Evidence reruns only explain failures; the verdicts are decided before them.
     (where / "pytest.ini").write_text("[pytest]\nmembudget_evidence = false\n")
     return where

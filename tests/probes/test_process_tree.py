@@ -5,12 +5,11 @@ workers that come and go are not growth; a worker's descendants are its own."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from recording import RECORDER, read_rows
+from recording import read_rows, run_pytest, write_suite
 
 pytestmark = [
     pytest.mark.slow,
@@ -124,13 +123,9 @@ def test_descendants_are_this_workers_own():
 
 
 def run_suite(where: Path, *args: str) -> tuple[dict[str, dict], str, dict]:
-    (where / "conftest.py").write_text(RECORDER)
-    (where / "test_workloads.py").write_text(WORKLOADS)
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "-rA",
-         "--membudget-json=report.json", "test_workloads.py", *args],
-        cwd=where, capture_output=True, text=True, timeout=600,
-    )
+    write_suite(where, WORKLOADS)
+    completed = run_pytest(where, "-q", "-s", "-rA", "--membudget-json=report.json",
+                           "test_workloads.py", *args)
     rows = {row["test"]: row for row in read_rows(where)}
     report = json.loads((where / "report.json").read_text())
     return rows, completed.stdout + completed.stderr, report

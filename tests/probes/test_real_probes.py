@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from recording import RECORDER, read_rows
+from recording import read_rows, run_pytest, write_suite
 
 pytestmark = pytest.mark.slow
 
@@ -76,16 +76,8 @@ def test_malloc_clean(membudget):
 
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    import subprocess
-    import sys
-
-    where = tmp_path_factory.mktemp("real")
-    (where / "conftest.py").write_text(RECORDER)
-    (where / "test_workloads.py").write_text(WORKLOADS)
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_workloads.py"],
-        cwd=where, capture_output=True, text=True, timeout=600,
-    )
+    where = write_suite(tmp_path_factory.mktemp("real"), WORKLOADS)
+    completed = run_pytest(where, "-q", "test_workloads.py")
     results = {row["test"]: row for row in read_rows(where)}
     results["_output"] = {"stdout": completed.stdout}
     return results

@@ -5,11 +5,8 @@ clean step still passes with a clear verdict."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from recording import RECORDER, read_rows
+from recording import read_rows, run_pytest, write_suite
 
 pytestmark = pytest.mark.slow
 
@@ -61,15 +58,12 @@ def test_clean(membudget):
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    where = tmp_path_factory.mktemp("small")
-    (where / "conftest.py").write_text(RECORDER)
-    (where / "test_small.py").write_text(WORKLOADS)
+    where = write_suite(tmp_path_factory.mktemp("small"), WORKLOADS, "test_small.py")
     # One test per process: what one test leaves in the allocators is not the next one's.
     for test in ("test_float_leak_rss", "test_float_leak_rss_with_room",
                  "test_float_leak_py_blocks", "test_float_leak_gc_objects", "test_clean"):
-        subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
-                        "no:randomly", "-q", f"test_small.py::{test}", "--no-membudget-evidence"],
-                       cwd=where, capture_output=True, text=True, timeout=300, check=False)
+        run_pytest(where, "-p", "no:randomly", "-q", f"test_small.py::{test}",
+                   "--no-membudget-evidence", timeout=300)
     return {row["test"]: row for row in read_rows(where)}
 
 
