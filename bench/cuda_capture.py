@@ -56,7 +56,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("bench/cuda_capture.py needs a CUDA device", file=sys.stderr)
         return 2
-    from pytest_membudget.probes.cuda import DeviceStats
+    from pytest_membudget.probes.cuda.device import DeviceStats
 
     args.out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)

@@ -34,12 +34,12 @@ from typing import Any
 
 import psutil
 
+from pytest_membudget.judge.spec import build_spec
+from pytest_membudget.measure.loop import capacity_for, measure
+from pytest_membudget.measure.results import build_result
+from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import create
-from pytest_membudget.results import build_result
-from pytest_membudget.runner import capacity_for, measure
-from pytest_membudget.sampling import Measurement
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import build_spec
 
 MiB = 1024**2
 HISTORY_MODES: dict[str, dict[str, Any] | None] = {

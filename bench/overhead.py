@@ -20,11 +20,11 @@ import statistics
 import time
 from collections.abc import Iterator
 
+from pytest_membudget.judge.spec import build_spec
+from pytest_membudget.measure.loop import measure, open_measurement
+from pytest_membudget.measure.results import build_result
 from pytest_membudget.probes import create
-from pytest_membudget.results import build_result
-from pytest_membudget.runner import measure, open_measurement
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import build_spec
 
 PROBES = ("rss", "uss", "heap", "malloc", "py_blocks", "gc_objects", "threads", "fds",
           "iter_time")

@@ -8,7 +8,7 @@
 one process after the others, as in a suite: its first call, then a screen of ``--calls``
 calls sampled after each (the sweep's own probes, no warm-up), in a fresh process per repeat.
 Prints, for each screen length and warm-up, the leaks flagged and the clean cases flagged by
-the rule in pytest_membudget/screening.py, and what a screen costs per test.
+the rule in pytest_membudget/sweep/screen.py, and what a screen costs per test.
 
 ``corpus``: a suite of one unmarked test per detection case (the step called once per test;
 its state kept across calls, as a module's caches are), run by plain ``pytest`` and by
@@ -43,9 +43,9 @@ if str(ROOT) not in sys.path:
 def screen_one_process(calls: int) -> dict[str, Any]:
     """In this process: every case's first call and screen; the series of each probe."""
     from bench.detection.cases import CASES, close_step
-    from pytest_membudget.screening import SCREEN_PROBES
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
+    from pytest_membudget.sweep.driver import ScreenMeasurement, drive, repeat, screen_spec
+    from pytest_membudget.sweep.screen import SCREEN_PROBES
 
     try:  # imported before any case, as a suite imports it at collection
         import torch
@@ -83,7 +83,7 @@ def screen_one_process(calls: int) -> dict[str, Any]:
 def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int]) -> None:
     import numpy as np
 
-    from pytest_membudget.screening import flagged
+    from pytest_membudget.sweep.screen import flagged
 
     names = [n for n in runs[0] if not n.startswith("__")]
     leaks = [n for n in names if runs[0][n]["truth"] == "leak"]

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.probes.rss import release_free_memory as trim_malloc
-from pytest_membudget.spec import parse_quantity
+from pytest_membudget.judge.spec import parse_quantity
 from pytest_membudget.vocabulary import BudgetKind
 
 SCALES = ("ci", "large")

@@ -1,6 +1,6 @@
 """pytest-membudget: memory budgets for loops, judged on the slope."""
 
-from pytest_membudget.results import (
+from pytest_membudget.measure.results import (
     BudgetExceeded,
     BudgetOutcome,
     MembudgetResult,

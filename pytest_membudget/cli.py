@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_membudget.storage import ReportFileError, read_document
+from pytest_membudget.artifacts.files import ReportFileError, read_document
 
 OK, REGRESSION, BAD_INPUT = 0, 1, 2
 
@@ -35,7 +35,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def show(args: argparse.Namespace) -> int:
-    from pytest_membudget.summary import summary_table
+    from pytest_membudget.render.session import summary_table
 
     document = _load(args.report)
     machine = document.get("machine", {})
@@ -55,8 +55,8 @@ def show(args: argparse.Namespace) -> int:
 
 
 def compare_files(args: argparse.Namespace) -> int:
-    from pytest_membudget.baseline import ToleranceError, compare, parse_policy
-    from pytest_membudget.comparetext import comparison_lines
+    from pytest_membudget.judge.regression import ToleranceError, compare, parse_policy
+    from pytest_membudget.render.comparison import comparison_lines
 
     try:
         policy = parse_policy(args.fail or [], "from --fail")
@@ -78,8 +78,8 @@ def compare_files(args: argparse.Namespace) -> int:
 
 
 def plot(args: argparse.Namespace) -> int:
-    from pytest_membudget.jsonreport import has_samples
-    from pytest_membudget.plots import missing_matplotlib, plot_all
+    from pytest_membudget.artifacts.document import has_samples
+    from pytest_membudget.render.plots import missing_matplotlib, plot_all
 
     reason = missing_matplotlib("membudget plot")
     if reason:
@@ -96,8 +96,8 @@ def plot(args: argparse.Namespace) -> int:
 def export_file(args: argparse.Namespace) -> int:
     import json
 
-    from pytest_membudget.exporters import export
-    from pytest_membudget.storage import write_json
+    from pytest_membudget.artifacts.exporters import export
+    from pytest_membudget.artifacts.files import write_json
 
     document = _load(args.report)
     out = None if args.out in (None, "-") else Path(args.out)
@@ -169,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _add_export(commands: Any) -> None:
-    from pytest_membudget.exporters import FORMATS
+    from pytest_membudget.artifacts.exporters import FORMATS
 
     export_parser = commands.add_parser(
         "export", help="write the figures for a dashboard (Bencher, github-action-benchmark)",

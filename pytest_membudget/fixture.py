@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from pytest_membudget.results import BudgetExceeded, MembudgetResult
-from pytest_membudget.spec import BudgetSpec
+from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.measure.results import BudgetExceeded, MembudgetResult
 from pytest_membudget.vocabulary import Phase, StopReason
 
 if TYPE_CHECKING:
-    from pytest_membudget.sampling import Measurement
+    from pytest_membudget.measure.samples import Measurement
 
 #: Probes sampled when no budget names any: the cheap ones, for a result to look at.
 DEFAULT_PROBES = ("rss", "gc_objects", "threads", "fds", "iter_time")
@@ -158,9 +158,9 @@ class MemBudget:
             yield 0
             self.result = MembudgetResult(1, 0, StopReason.DISABLED, 0.0, {})
             return
+        from pytest_membudget.measure.loop import measure, open_measurement
+        from pytest_membudget.measure.results import build_result
         from pytest_membudget.probes import ProbeError
-        from pytest_membudget.results import build_result
-        from pytest_membudget.runner import measure, open_measurement
 
         self._measurement = open_measurement(self.spec, self.spec.probes or DEFAULT_PROBES)
         self._loop = measure(self.spec, self._measurement.probes, self._measurement)
@@ -172,13 +172,13 @@ class MemBudget:
         self._loop = None
         self.result = build_result(self._measurement)
         if not self.result.passed:
-            from pytest_membudget.report import failure_message
+            from pytest_membudget.render.failure import failure_message
 
             raise BudgetExceeded(
                 failure_message(self.test, self.result, self.spec.run.confidence), self.result
             )
         if self.spec.run.strict and self.result.unsettled:
-            from pytest_membudget.report import strict_message
+            from pytest_membudget.render.failure import strict_message
 
             raise BudgetExceeded(strict_message(self.test, self.result), self.result)
 
@@ -188,8 +188,8 @@ class MemBudget:
 
     def _fail_without_evidence(self, exc: BaseException) -> None:
         __tracebackhide__ = True
-        from pytest_membudget.report import failure_message
-        from pytest_membudget.results import build_result
+        from pytest_membudget.measure.results import build_result
+        from pytest_membudget.render.failure import failure_message
 
         self._loop = None
         assert self._measurement is not None
@@ -287,7 +287,7 @@ class MemBudget:
         """The samples so far of a run that did not finish."""
         if self._measurement is None or self.result is not None:
             return None
-        from pytest_membudget.results import build_result
+        from pytest_membudget.measure.results import build_result
 
         return build_result(self._measurement)
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_membudget import distributed
 from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
-from pytest_membudget.spec import BudgetSpec, SpecError, build_spec
+from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
 from pytest_membudget.vocabulary import SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
@@ -51,13 +51,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ReportCollector(config), "membudget-reports")
     sweeping = settings.sweep is not SweepMode.OFF and not settings.disable
     if sweeping:
-        from pytest_membudget.sweephooks import SweepHooks
+        from pytest_membudget.sweep.hooks import SweepHooks
 
         config.stash[SWEEP_KEY] = {}
         config.pluginmanager.register(
             SweepHooks(config, settings, config.stash[SWEEP_KEY], _own_budgets),
             "membudget-sweep")
-    from pytest_membudget.gating import configure as configure_gating
+    from pytest_membudget.artifacts.outputs import configure as configure_gating
 
     configure_gating(config, config.stash[REPORTS_KEY],
                      (settings.sweep, config.stash[SWEEP_KEY]) if sweeping else None)
@@ -223,7 +223,7 @@ def pytest_runtest_makereport(
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
     if data is not None:
-        from pytest_membudget.summary import junit_properties
+        from pytest_membudget.render.session import junit_properties
 
         item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield
@@ -238,7 +238,7 @@ def pytest_runtest_makereport(
             "let the loop run to its end instead of breaking out of it"
         )
     if partial and data is not None and report.failed:
-        from pytest_membudget.report import series_lines
+        from pytest_membudget.render.failure import series_lines
 
         stop = "the loop was left" if left_early else "the workload raised"
         report.sections.append((
@@ -264,7 +264,7 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.summary import inconclusive_summary, summary_table
+    from pytest_membudget.render.session import inconclusive_summary, summary_table
 
     results = config.stash.get(REPORTS_KEY, [])
     lines = summary_table(results, config.get_verbosity())

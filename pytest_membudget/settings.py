@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.spec import (
+from pytest_membudget.judge.spec import (
     MIN_VERDICT_ITERATIONS,
     RUN_KEYS,
     SCREEN_CALLS,

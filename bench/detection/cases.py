@@ -21,53 +21,18 @@ import random
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-Step = Callable[[], None]
-
-#: Objects that leaking cases keep alive on purpose: the "global registry" of a real program.
-REGISTRY: list[Any] = []
-
-_WORK_N = 7000
-
-
-def _work(n: int = _WORK_N) -> int:
-    values = [i * 3 for i in range(n)]
-    return sum(values)
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    truth: str  # "leak" | "clean"
-    family: str
-    make: Callable[[], Step]
-    probe: str | None = None  # probe expected to catch a leak
-    rate: float | None = None  # nominal units per iteration (bytes, threads, fds)
-    ladder: str | None = None  # "python" | "native" for the rate ladder
-    needs: tuple[str, ...] = ()
-    note: str = ""
-    tags: tuple[str, ...] = field(default_factory=tuple)
-
-
-CASES: dict[str, Case] = {}
-
-
-def _add(case: Case) -> None:
-    if case.name in CASES:
-        raise ValueError(f"duplicate case name {case.name!r}")
-    if case.truth not in ("leak", "clean"):
-        raise ValueError(f"case {case.name!r}: truth must be 'leak' or 'clean'")
-    CASES[case.name] = case
-
-
-def close_step(step: Step) -> None:
-    """Stop what a step started (background threads); a no-op for most cases."""
-    closer = getattr(step, "close", None)
-    if closer is not None:
-        closer()
-
+from bench.detection.registry import (
+    CASES,
+    HELDOUT,
+    REGISTRY,
+    WORK_N,
+    Case,
+    Step,
+)
+from bench.detection.registry import add as _add
+from bench.detection.registry import work as _work
 
 # --------------------------------------------------------------------------------------------
 # native memory through libc, invisible to tracemalloc
@@ -205,7 +170,7 @@ def _torch_rnn(detach: bool) -> Step:
     state = {"h": torch.zeros(8, 64)}
 
     def step() -> None:
-        _work(_WORK_N // 2)
+        _work(WORK_N // 2)
         h = state["h"]
         state["h"] = cell(x, h.detach() if detach else h)
 
@@ -225,7 +190,7 @@ def _torch_loss_accumulate() -> Step:
     totals = {"loss": torch.zeros(())}
 
     def step() -> None:
-        _work(_WORK_N // 2)
+        _work(WORK_N // 2)
         loss = model(x).pow(2).mean()
         # The classic: summing the tensor (not loss.item()) chains every step's graph.
         totals["loss"] = totals["loss"] + loss
@@ -446,7 +411,7 @@ def _clean_numpy_temporaries() -> Step:
     rng = np.random.default_rng(0)
 
     def step() -> None:
-        _work(_WORK_N // 2)
+        _work(WORK_N // 2)
         a = rng.standard_normal(4096)
         b = a * 2.0 + 1.0
         c = np.sqrt(np.abs(b)) - a.mean()
@@ -602,7 +567,7 @@ def _torch_no_grad_rollout() -> Step:
     counter = itertools.count()
 
     def step() -> None:
-        _work(_WORK_N // 2)
+        _work(WORK_N // 2)
         index = next(counter) % capacity
         obs = torch.randn(16)
         with torch.no_grad():
@@ -627,7 +592,7 @@ def _torch_loss_item() -> Step:
     totals = {"loss": 0.0}
 
     def step() -> None:
-        _work(_WORK_N // 2)
+        _work(WORK_N // 2)
         optimizer.zero_grad()
         loss = model(x).pow(2).mean()
         loss.backward()
@@ -677,19 +642,10 @@ _add(Case("clean_torch_loss_item", "clean", "torch", _torch_loss_item, needs=("t
           note="SGD step, total += loss.item()"))
 
 
-def missing_requirements(case: Case) -> list[str]:
-    """Modules a case needs that cannot be imported here."""
-    import importlib.util
-
-    return [module for module in case.needs if importlib.util.find_spec(module) is None]
-
-
 def select(patterns: str | None, *, heldout: bool = False) -> list[Case]:
     """Cases whose name matches any comma-separated fnmatch pattern (or substring): of the
     corpus, or of the held-out cases (``heldout``)."""
     import fnmatch
-
-    from bench.detection.heldout import HELDOUT
 
     pool = [c for c in CASES.values() if (HELDOUT in c.tags) == heldout]
     if not patterns:
@@ -708,4 +664,4 @@ def select(patterns: str | None, *, heldout: bool = False) -> list[Case]:
 
 # The held-out cases register themselves in CASES (tagged "heldout"), so that the generated
 # tests and the bare loops find them by name; select() keeps them apart from the corpus.
-import bench.detection.heldout  # noqa: E402, F401
+import bench.detection.heldout  # noqa: E402, F401  (cases -> heldout -> registry)

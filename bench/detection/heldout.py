@@ -22,9 +22,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.detection.cases import REGISTRY, Case, Step, _add, _work
-
-HELDOUT = "heldout"
+from bench.detection.registry import HELDOUT, REGISTRY, Case, Step
+from bench.detection.registry import add as _add
+from bench.detection.registry import work as _work
 
 
 def _case(name: str, truth: str, family: str, make: Callable[[], Step], note: str,

@@ -227,7 +227,7 @@ def failure_text(failure: Any) -> str:
     structured outcome (schema 2)."""
     if not isinstance(failure, dict):
         return str(failure)
-    from pytest_membudget.figures import fmt
+    from pytest_membudget.render.units import fmt
 
     probe, kind = str(failure.get("probe")), str(failure.get("kind"))
     per_iter = kind == "slope"

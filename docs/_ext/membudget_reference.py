@@ -41,7 +41,7 @@ def _flag(option: Any) -> str:
 def option_rows() -> list[tuple[str, ...]]:
     """One row per declared option: (ini key, flag, marker keyword, default, help)."""
     from pytest_membudget.settings import OPTIONS
-    from pytest_membudget.spec import RUN_KEYS
+    from pytest_membudget.judge.spec import RUN_KEYS
 
     rows = []
     for option in OPTIONS:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.fit import TAIL_BLOCKS, Trend, block_floors, trend
-from pytest_membudget.verdict import judge_slope
+from pytest_membudget.judge.fit import TAIL_BLOCKS, Trend, block_floors, trend
+from pytest_membudget.judge.verdict import judge_slope
 
 KIB = 1024.0
 MIB = 1024.0 * KIB

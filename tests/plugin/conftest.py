@@ -6,14 +6,6 @@ import numpy  # noqa: F401
 import pytest
 from recording import RECORDER, read_rows
 
-import pytest_membudget.attribution
-import pytest_membudget.probes.gcobjects
-import pytest_membudget.probes.heap
-import pytest_membudget.probes.osres
-import pytest_membudget.probes.rss
-import pytest_membudget.probes.timing
-import pytest_membudget.runner  # noqa: F401
-
 
 @pytest.fixture
 def recorded(pytester: pytest.Pytester):

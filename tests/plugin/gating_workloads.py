@@ -63,7 +63,8 @@ def write_baseline(pytester: pytest.Pytester, name: str = "main", *, grows: floa
                    folder: str = ".membudget", path: Path | None = None) -> Path:
     """A saved baseline as a run of ``workloads(1)`` would leave it, without running it:
     ``test_grows`` at ``grows`` lists per iteration, ``test_flat`` flat."""
-    from pytest_membudget import jsonreport, storage
+    from pytest_membudget.artifacts import document as jsonreport
+    from pytest_membudget.artifacts import files as storage
 
     machine = jsonreport.machine()
 

@@ -55,7 +55,7 @@ def test_json_path_that_is_a_directory_is_a_usage_error(pytester: pytest.Pyteste
 
 def test_write_failure_at_the_end_is_reported_not_raised(pytester: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_membudget import storage
+    from pytest_membudget.artifacts import files as storage
 
     def full_disk(path: object, document: object) -> None:
         raise storage.ReportFileError(f"cannot write {path}: No space left on device")

@@ -55,8 +55,8 @@ def test_every_option_is_covered_here() -> None:
 
 
 def test_every_run_key_is_an_option_and_reads_its_default() -> None:
+    from pytest_membudget.judge.spec import RUN_KEYS, RunSettings
     from pytest_membudget.settings import default_run
-    from pytest_membudget.spec import RUN_KEYS, RunSettings
 
     assert set(RUN_KEYS) == set(RunSettings.__dataclass_fields__)
     assert set(RUN_KEYS) <= {o.key for o in OPTIONS}

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.results import MembudgetResult, build_result
-from pytest_membudget.runner import capacity_for, measure
-from pytest_membudget.sampling import Measurement
+from pytest_membudget.judge.spec import build_spec
+from pytest_membudget.measure.loop import capacity_for, measure
+from pytest_membudget.measure.results import MembudgetResult, build_result
+from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import build_spec
 
 from . import fake_torch
 

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, build_spec
+from pytest_membudget.measure.loop import capacity_for, measure
+from pytest_membudget.measure.results import build_result
+from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe
-from pytest_membudget.results import build_result
-from pytest_membudget.runner import capacity_for, measure
-from pytest_membudget.sampling import Measurement
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import MIN_VERDICT_ITERATIONS, build_spec
 
 AUTO = default_run(max_seconds=600.0, gc="off", evidence=False)
 

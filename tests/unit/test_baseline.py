@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_membudget.baseline import (
+from pytest_membudget.judge.regression import (
     BETTER,
     REGRESSED,
     SAME,
@@ -22,7 +22,7 @@ from pytest_membudget.baseline import (
     parse_policy,
     parse_tolerance,
 )
-from pytest_membudget.comparetext import describe_tolerance
+from pytest_membudget.render.comparison import describe_tolerance
 
 NONE = Tolerance()
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_membudget import storage
+from pytest_membudget.artifacts import files as storage
+from pytest_membudget.artifacts.document import build_document
 from pytest_membudget.cli import main
-from pytest_membudget.jsonreport import build_document
 
 FACTS = {"fingerprint": "Linux-x86_64-CPython-3.11-2cpu", "cuda_device": None}
 

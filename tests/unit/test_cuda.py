@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from pytest_membudget.cudaevidence import live_window_blocks, user_frame
-from pytest_membudget.probes.cuda import STAT_KEYS, stat, unavailable_reason
-from pytest_membudget.results import BudgetExceeded
+from pytest_membudget.measure.results import BudgetExceeded
+from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat, unavailable_reason
+from pytest_membudget.probes.cuda.snapshot import live_window_blocks, user_frame
 
 from . import fake_torch
 from .cuda_runs import install, run
@@ -80,7 +80,7 @@ def test_small_pool_leak_is_caught_with_the_line(monkeypatch: pytest.MonkeyPatch
     assert blocks[0]["file"] == "/work/project/rssm.py" and blocks[0]["pool"] == "small"
     assert allocator.recording is None  # history switched off again
 
-    from pytest_membudget.report import failure_message
+    from pytest_membudget.render.failure import failure_message
 
     text = failure_message("t", result, 0.99)
     assert "CUDA pool" in text and "small pool" in text and "active blocks" in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_membudget.probes.cuda import (
+from pytest_membudget.probes.cuda.allocator import (
     BACKEND_NEUTRAL,
     STAT_KEYS,
     expandable_segments,
@@ -36,7 +36,7 @@ def test_totals_still_measure_under_the_async_backend(
 
 def test_async_backend_totals_catch_a_leak_and_history_says_why_it_is_missing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_membudget.report import evidence_lines
+    from pytest_membudget.render.failure import evidence_lines
 
     result, allocator = run(monkeypatch, {"leak": 4096, "backend": "cudaMallocAsync"},
                             cuda_allocated=0, cuda_history=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.cudaevidence import live_window_blocks
-from pytest_membudget.probes.cuda import STAT_KEYS, stat
+from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat
+from pytest_membudget.probes.cuda.snapshot import live_window_blocks
 
 DATA = Path(__file__).parent / "data" / "cuda"
 pytestmark = pytest.mark.skipif(

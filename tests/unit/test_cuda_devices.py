@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_membudget.jsonreport import cuda_device
+from pytest_membudget.artifacts.document import cuda_device
+from pytest_membudget.judge.spec import SpecError, build_spec, parse_device
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import SpecError, build_spec, parse_device
 
 from . import fake_torch
 from .cuda_runs import install, run

@@ -69,7 +69,7 @@ def test_blocks_of_an_earlier_recording_are_not_this_windows(
 
 
 def test_no_live_block_from_the_window_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_membudget.report import evidence_lines
+    from pytest_membudget.render.failure import evidence_lines
 
     def cache_grows(allocator: fake_torch.FakeAllocator) -> None:
         allocator.step()

@@ -7,7 +7,7 @@ import gc
 import time
 from typing import Any
 
-from pytest_membudget.attribution import collect
+from pytest_membudget.evidence.rerun import collect
 
 
 def evidence_of(step: Any, failing: set[str]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from dashboard_formats import bmf_problems, custom_benchmark_problems
 
-from pytest_membudget import exporters
-from pytest_membudget.jsonreport import build_document, upgrade
+from pytest_membudget.artifacts import exporters
+from pytest_membudget.artifacts.document import build_document, upgrade
 
 FACTS = {"fingerprint": "Linux-x86_64-CPython-3.11-2cpu", "cuda_device": None}
 

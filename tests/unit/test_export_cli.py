@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from dashboard_formats import bmf_problems, custom_benchmark_problems
 
-from pytest_membudget import storage
+from pytest_membudget.artifacts import files as storage
+from pytest_membudget.artifacts.document import build_document
 from pytest_membudget.cli import main
-from pytest_membudget.jsonreport import build_document
 
 FACTS = {"fingerprint": "Linux-x86_64-CPython-3.11-2cpu", "cuda_device": None}
 

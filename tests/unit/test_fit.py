@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_membudget.fit import block_floors, pairwise_slopes, sen_bounds, theil_sen, trend
+from pytest_membudget.judge.fit import block_floors, pairwise_slopes, sen_bounds, theil_sen, trend
 
 from . import series
 

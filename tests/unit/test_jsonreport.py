@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_membudget import jsonreport
+from pytest_membudget.artifacts import document as jsonreport
 
 DATA = {
     "schema": 1, "passed": False, "iterations": 3, "warmup": 1,
@@ -53,8 +53,8 @@ def test_versions_come_from_metadata() -> None:
 
 
 def test_versions_and_cuda_do_not_import_torch() -> None:
-    code = ("import sys; from pytest_membudget import jsonreport; jsonreport.machine(); "
-            "jsonreport.versions(); print('torch' in sys.modules)")
+    code = ("import sys; from pytest_membudget.artifacts import document as jsonreport; "
+            "jsonreport.machine(); jsonreport.versions(); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"

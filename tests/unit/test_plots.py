@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_membudget import plots
+from pytest_membudget.render import plots
 
 
 def series_test(n: int = 120, warmup: int = 5) -> dict:

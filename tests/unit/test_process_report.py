@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.report import evidence_lines, process_lines
+from pytest_membudget.render.failure import evidence_lines, process_lines
 
 KIB = 1024
 

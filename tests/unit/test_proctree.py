@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_membudget.judge.spec import build_spec
+from pytest_membudget.measure.probeset import ProbeSet
+from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe, create, procfs, proctree
 from pytest_membudget.probes.proclog import TABLE_ROWS, ProcessLog
 from pytest_membudget.probes.proctree import ProcessTree
-from pytest_membudget.sampling import Measurement, ProbeSet
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import build_spec
 
 ROLLUP = """\
 55d0c000-7ffd0000 ---p 00000000 00:00 0                                  [rollup]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pytest_membudget.figures import fmt, sparkline, table
+from pytest_membudget.render.units import fmt, sparkline, table
 
 
 def test_fmt_units() -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from pytest_membudget.judge.spec import build_spec
+from pytest_membudget.measure.samples import Measurement
+from pytest_membudget.measure.stride import Stride
 from pytest_membudget.probes import Probe
-from pytest_membudget.sampling import Measurement, Stride
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import build_spec
 
 
 class Constant(Probe):

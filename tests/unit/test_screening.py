@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pytest_membudget.catalog import PAGE
-from pytest_membudget.screening import RULES, SCREEN_PROBES, Step, flagged
+from pytest_membudget.sweep.screen import RULES, SCREEN_PROBES, Step, flagged
 
 
 def series(*values: float) -> np.ndarray:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_membudget.results import (
+from pytest_membudget.measure.results import (
     BudgetOutcome,
     MembudgetResult,
     ProbeResult,
     settle,
 )
-from pytest_membudget.summary import inconclusive_lines
+from pytest_membudget.render.session import inconclusive_lines
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 

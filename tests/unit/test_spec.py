@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.settings import default_run
-from pytest_membudget.spec import (
+from pytest_membudget.judge.spec import (
     Budget,
     SpecError,
     build_spec,
@@ -14,6 +13,7 @@ from pytest_membudget.spec import (
     parse_quantity,
     split_budget_key,
 )
+from pytest_membudget.settings import default_run
 
 DEFAULTS = default_run()
 W = "in test"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_membudget import storage
-from pytest_membudget.jsonreport import FORMAT, SCHEMA
-from pytest_membudget.storage import ReportFileError
+from pytest_membudget.artifacts import files as storage
+from pytest_membudget.artifacts.document import FORMAT, SCHEMA
+from pytest_membudget.artifacts.files import ReportFileError
 
 FP = "Linux-x86_64-CPython-3.11-8cpu"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.summary import junit_properties, summary_table
+from pytest_membudget.render.session import junit_properties, summary_table
 
 
 def result(passed: bool, verdict: str, slope: float = 2048.0) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
-from pytest_membudget.spec import SpecError
-from pytest_membudget.sweep import sweep_test
+from pytest_membudget.sweep.driver import sweep_test
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 
@@ -75,7 +75,7 @@ def test_an_empty_body_reads_flat_from_the_first_call() -> None:
     must not add a block or an object to the first iterations of the window."""
     import numpy as np
 
-    from pytest_membudget.sweep import ScreenMeasurement, drive, repeat, screen_spec
+    from pytest_membudget.sweep.driver import ScreenMeasurement, drive, repeat, screen_spec
 
     spec = screen_spec(default_run(), 12)
     for _ in range(3):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_membudget.sweepreport import (
+from pytest_membudget.sweep.table import (
     evidence_text,
     leak_rows,
     reason_text,

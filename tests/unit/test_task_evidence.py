@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.attribution import is_user_frame
+from pytest_membudget.evidence.frames import is_user_frame
+from pytest_membudget.evidence.tasks import ORIGIN_DEPTH, TaskWatch, pending_tasks
 from pytest_membudget.probes import ProbeError
 from pytest_membudget.probes.tasks import AsyncioTasksProbe
-from pytest_membudget.taskevidence import ORIGIN_DEPTH, TaskWatch, pending_tasks
 
 FOREVER = asyncio.Event()
 

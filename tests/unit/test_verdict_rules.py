@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from pytest_membudget.fit import sen_bounds, trend
+from pytest_membudget.judge.fit import sen_bounds, trend
+from pytest_membudget.judge.spec import Budget, BudgetSpec
+from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, PASS, judge
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import Budget, BudgetSpec
-from pytest_membudget.verdict import AMBIGUOUS, FAIL, PASS, judge
 
 from . import series
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_membudget.runner import open_measurement
+from pytest_membudget.judge.spec import Budget, BudgetSpec
+from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesses
+from pytest_membudget.measure.loop import open_measurement
 from pytest_membudget.settings import default_run
-from pytest_membudget.spec import Budget, BudgetSpec
-from pytest_membudget.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesses
 
 from . import series
 
@@ -55,8 +55,8 @@ def test_witnesses_only_for_the_slope_budgets_of_auto_runs() -> None:
 
 
 def test_the_witness_is_sampled_but_not_reported() -> None:
-    from pytest_membudget.results import build_result
-    from pytest_membudget.runner import measure
+    from pytest_membudget.measure.loop import measure
+    from pytest_membudget.measure.results import build_result
 
     spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), default_run(max_seconds=0.5))
     m = open_measurement(spec, ("rss",))

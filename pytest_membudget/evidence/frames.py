@@ -1,0 +1,49 @@
+"""Whose code a frame is: the user's, a library's (site-packages and the standard library), or
+the framework's (pytest, pluggy, this plugin). The one rule every evidence source uses to show
+the user's own line beneath a library's."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sysconfig
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+#: This package's own directory: its frames are never the line that leaked.
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+#: Frames of the test framework, never the line that leaked (shared with the CUDA evidence).
+FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
+_OWN_PARTS = (PACKAGE_DIR + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
+_STDLIB = sysconfig.get_paths()["stdlib"]
+
+Frame = TypeVar("Frame")
+
+
+def is_own(filename: str) -> bool:
+    """A frame of pytest, pluggy, tracemalloc or this plugin."""
+    return any(part in filename for part in _OWN_PARTS)
+
+
+def is_library(filename: str) -> bool:
+    """A frame of an installed package or of the standard library."""
+    return (
+        "site-packages" in filename
+        or "dist-packages" in filename
+        or filename.startswith(_STDLIB)
+    )
+
+
+def is_user_frame(filename: str) -> bool:
+    """A frame of the user's own code: neither a library's, nor pytest's, nor this plugin's."""
+    return not is_library(filename) and not is_own(filename)
+
+
+def first_user(frames: Iterable[Frame], filename: Callable[[Frame], str]) -> Frame | None:
+    """The first of ``frames`` (innermost first) in the user's own code, or None."""
+    return next((f for f in frames if is_user_frame(filename(f))), None)
+
+
+def source_line(filename: str, lineno: int) -> str:
+    return linecache.getline(filename, lineno).strip()

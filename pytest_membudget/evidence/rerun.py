@@ -1,0 +1,186 @@
+"""Evidence on failure: the traced rerun. A few more iterations of the workload after a failing
+window (a generator the measuring loop delegates to), with the heap traced and the objects,
+threads and descriptors counted before and after, so a passing test pays nothing for it.
+
+What it reports comes from its neighbours: the lines that grew (sites), the types that
+multiplied and what else was left alive (census), the tasks left pending (tasks).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import threading
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.census import fd_targets, thread_target, type_counts
+from pytest_membudget.evidence.frames import is_library, is_user_frame, source_line
+from pytest_membudget.evidence.sites import (
+    CALLER_FRAMES,
+    CALLER_SECONDS,
+    TOP,
+    TRACE_FRAMES,
+    callers,
+    growing_sites,
+)
+from pytest_membudget.evidence.tasks import TaskWatch
+from pytest_membudget.vocabulary import ProbeKind
+
+#: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
+#: and whether the top lines stay the same). Collecting garbage and counting objects cost the
+#: same before and after the rerun, and grow with the heap; the traced rerun gets what they
+#: leave, within RERUN_SECONDS. Tracing slows allocation-heavy loops several times over, so
+#: the rerun stops on time as well as on count.
+EVIDENCE_SECONDS = 0.8
+RERUN_SECONDS = (0.1, 0.6)
+#: Fewest iterations of the rerun: growth needs at least two to show.
+EVIDENCE_MIN_ITERATIONS = 2
+#: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
+#: no more iterations than it takes the failing probes to grow this much.
+PLAIN_GROWTH = {ProbeKind.BYTES: 256 * 1024.0, ProbeKind.COUNT: 16.0}
+
+
+def evidence_iterations(measured: int, slopes: dict[str, float] | None = None) -> int:
+    """Most iterations of the evidence rerun: a quarter of the window, 8 to 200, and no more
+    than the failing probes (``slopes``: probe -> growth per iteration) need to grow plainly."""
+    most = max(8, min(200, measured // 4))
+    needed = [math.ceil(PLAIN_GROWTH[PROBES[name].kind] / slope)
+              for name, slope in (slopes or {}).items()
+              if slope > 0 and PROBES[name].kind in PLAIN_GROWTH]
+    return max(8, min(most, max(needed))) if needed else most
+
+
+@dataclass(slots=True)
+class _Before:
+    """What was alive before the rerun, and what the traced rerun found."""
+
+    started: float
+    memory: bool
+    tasks: TaskWatch | None
+    types: Counter[str]
+    threads: set[int | None] = field(default_factory=set)
+    fds: set[str] = field(default_factory=set)
+    sites: list[dict[str, Any]] = field(default_factory=list)
+    done: int = 0
+    extra: int = 0
+
+
+def collect(
+    failing: set[str], iterations: int, start_iteration: int,
+) -> Generator[int, None, dict[str, Any]]:
+    """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
+    what grew during them; then, when a growing line is in a library, a few more with deeper
+    tracebacks to find the user's line that called it."""
+    started = time.perf_counter()
+    memory = any(PROBES[name].traced_evidence for name in failing)
+    # Made before the objects are counted, so that its own few objects never read as growth.
+    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
+    # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
+    collect_quietly()
+    state = _Before(started, memory, tasks, type_counts() if memory else Counter())
+    # Everything alive now is out of the collector's reach until the counting after the
+    # rerun: the collection after it then walks only what the rerun made.
+    gc.freeze()
+    own_tracer = memory and not tracemalloc.is_tracing()
+    if own_tracer:
+        tracemalloc.start(TRACE_FRAMES)
+    try:
+        yield from _traced(state, iterations, start_iteration, own_tracer)
+    finally:
+        if own_tracer:
+            tracemalloc.stop()
+        gc.unfreeze()
+        if tasks is not None:
+            tasks.stop()
+    # Counted here, before _report's comprehensions make cells for its locals. The evidence's
+    # own bookkeeping must not read as growth. (The collection before the last snapshot
+    # already ran; what was made since is freed by reference counting.)
+    grown = type_counts(exclude=(state, state.types, state.sites, state.threads, state.fds,
+                                 *state.sites)) if memory else Counter()
+    grown.subtract(state.types)
+    return _report(state, grown)
+
+
+def _traced(state: _Before, iterations: int, start_iteration: int,
+            own_tracer: bool) -> Generator[int, None, None]:
+    """The rerun under tracing, then the callers of the library lines that grew."""
+    if state.tasks is not None:
+        state.tasks.track()
+    before = tracemalloc.take_snapshot() if state.memory else None
+    state.threads = {t.ident for t in threading.enumerate()}
+    state.fds = set(fd_targets())
+    now = time.perf_counter()
+    spent = now - state.started  # paid once more after the rerun
+    shortest, longest = RERUN_SECONDS
+    left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS if state.memory else 0.0)
+    state.done = yield from _rerun(start_iteration, iterations,
+                                   now + min(longest, max(shortest, left)))
+    collect_quietly()
+    if before is not None:
+        state.sites = growing_sites(before, tracemalloc.take_snapshot(), state.done)
+    del before
+    wanted = {(s["file"], s["line"]) for s in state.sites
+              if s["via"] is None and is_library(s["file"])}
+    if wanted and own_tracer:
+        tracemalloc.stop()
+        tracemalloc.start(CALLER_FRAMES)
+        found, state.extra = yield from callers(wanted, start_iteration + state.done)
+        for site in state.sites:
+            site["via"] = site["via"] or found.get((site["file"], site["line"]))
+
+
+def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
+    done, extra, sites = state.done, state.extra, state.sites
+    result: dict[str, Any] = {"iterations": done}
+    if state.memory:
+        for site in sites:
+            site["code"] = source_line(site["file"], site["line"])
+            via = site.pop("via", None)
+            if via:
+                site["via_file"], site["via_line"] = via
+                site["via_code"] = source_line(*via)
+        result["sites"] = sites
+        result["heap_growth"] = sum(s["bytes"] for s in sites)
+        result["types"] = [
+            {"type": name, "count": count, "per_iter": round(count / (done + extra), 2)}
+            for name, count in grown.most_common(TOP) if count > 0
+        ]
+    result["threads"] = [
+        {"name": t.name, "daemon": t.daemon, "target": thread_target(t)}
+        for t in threading.enumerate() if t.ident not in state.threads
+    ][:TOP]
+    result["fds"] = sorted(set(fd_targets()) - state.fds)[:TOP]
+    if state.tasks is not None:
+        result["tasks"] = state.tasks.new_tasks(done + extra)
+    # Everything the evidence took: reruns, collections, snapshots and counts.
+    result["seconds"] = round(time.perf_counter() - state.started, 6)
+    return result
+
+
+def collect_quietly() -> None:
+    """A collection of the evidence's own, with ``gc.callbacks`` set aside while it runs.
+    Callbacks keep state in globals (hypothesis stores the time of each collection as a new
+    float), so a collection between the two snapshots would name their lines as growth."""
+    callbacks = gc.callbacks[:]
+    gc.callbacks.clear()
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks[:] = callbacks
+
+
+def _rerun(start: int, most: int, deadline: float) -> Generator[int, None, int]:
+    """Up to ``most`` iterations, stopping at ``deadline`` once there are enough to compare."""
+    done = 0
+    while done < most:
+        yield start + done
+        done += 1
+        if done >= EVIDENCE_MIN_ITERATIONS and time.perf_counter() > deadline:
+            break
+    return done

@@ -1,0 +1,129 @@
+"""How long a run goes on: a pure function of the verdict at each checkpoint and the number
+of measured iterations. No workload, no clock, no probe: the tests drive it with scripted
+sequences of readings."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, REFERENCE_ITERATIONS, RunSettings
+from pytest_membudget.judge.verdict import Verdict
+from pytest_membudget.vocabulary import StopReason
+
+#: Auto runs judge at min_iterations and then each time the window grows by this factor.
+CHECKPOINT_GROWTH = 1.5
+#: An auto run that fails at N iterations goes on to this many times N and must fail again
+#: there: the tail judged then (the second half) does not overlap the first one.
+CONFIRM_GROWTH = 2
+
+
+class Reading(Enum):
+    """What the verdict at a checkpoint says, as far as the length of the run goes."""
+
+    #: nothing fails and nothing is ambiguous
+    PASS = "pass"
+    #: nothing fails, something could still go either way
+    AMBIGUOUS = "ambiguous"
+    #: a budget fails
+    FAIL = "fail"
+    #: a budget fails and every failing probe has grown so much that running on to the
+    #: shortest verdict would only cost memory (or descriptors, or threads)
+    FAIL_AMPLE = "fail, grown ample"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where the run is judged next, and the length at which a failure seen earlier must be
+    seen again to stand (None while nothing has failed)."""
+
+    at: int
+    confirm_at: int | None = None
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """The rules: the first checkpoint, the growth of the window between checkpoints, the
+    confirmation of a failure, and the shortest verdict of an auto run."""
+
+    #: None: auto; otherwise the fixed number of measured iterations.
+    fixed: int | None
+    min_iterations: int
+    #: None: no cap on the count; only running out of time stops an ambiguous run.
+    max_iterations: int | None
+    #: No auto verdict, pass or fail, stands on fewer measured iterations (unless
+    #: max_iterations is lower).
+    shortest: int = MIN_VERDICT_ITERATIONS
+
+    @classmethod
+    def for_run(cls, run: RunSettings) -> RunPolicy:
+        return cls(run.iterations, run.min_iterations, run.max_iterations)
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    @property
+    def capped(self) -> bool:
+        """Whether the count of iterations is bounded (a fixed run, or a max_iterations)."""
+        return self.fixed is not None or self.max_iterations is not None
+
+    @property
+    def most_iterations(self) -> int:
+        """The most measured iterations the run may take, or, for an auto run without a cap,
+        the reference length: the sample storage's size and the pass rule's run length."""
+        if self.fixed is not None:
+            return self.fixed
+        return self.max_iterations if self.max_iterations is not None else REFERENCE_ITERATIONS
+
+    def _capped(self, iterations: int) -> int:
+        return iterations if self.max_iterations is None else min(self.max_iterations,
+                                                                  iterations)
+
+    def first(self) -> Checkpoint:
+        if self.fixed is not None:
+            return Checkpoint(self.fixed)
+        return Checkpoint(self._capped(self.min_iterations))
+
+    def after(self, checkpoint: Checkpoint, measured: int, out_of_time: bool,
+              reading: Reading) -> Checkpoint | StopReason:
+        """The next checkpoint, or why the run stops, once ``measured`` iterations were run
+        and the verdict on them reads ``reading``."""
+        if self.fixed is not None:
+            return StopReason.FIXED
+        if out_of_time or (self.max_iterations is not None and measured >= self.max_iterations):
+            return StopReason.CAP
+        shortest = self._capped(self.shortest)
+        if reading in (Reading.FAIL, Reading.FAIL_AMPLE):
+            # A leak grows in every stretch. A failure stands once the judged tail at twice
+            # the length, which no longer overlaps the first one, fails too, and again at
+            # the shortest verdict unless the growth is already ample; a cache that was still
+            # filling has stopped by then.
+            confirm_at = checkpoint.confirm_at
+            if confirm_at is None:
+                confirm_at = self._capped(CONFIRM_GROWTH * measured)
+            elif measured >= confirm_at:
+                last = max(shortest, confirm_at)
+                if measured >= last or reading is Reading.FAIL_AMPLE:
+                    return StopReason.CLEAR
+                confirm_at = last
+            return Checkpoint(confirm_at, confirm_at)
+        if reading is Reading.PASS and measured >= shortest:
+            return StopReason.CLEAR
+        at = self._capped(math.ceil(checkpoint.at * CHECKPOINT_GROWTH))
+        if reading is Reading.PASS:
+            # Flat so far: nothing to judge before the shortest verdict.
+            at = max(at, shortest)
+        return Checkpoint(at)
+
+
+def reading_of(verdict: Verdict) -> Reading:
+    """The verdict at a checkpoint, as the policy reads it."""
+    if verdict.failed:
+        failing = [p for p in verdict.probes.values() if p.failed]
+        if all(p.trend.growth >= PROBES[p.probe].ample_growth for p in failing):
+            return Reading.FAIL_AMPLE
+        return Reading.FAIL
+    return Reading.AMBIGUOUS if verdict.ambiguous else Reading.PASS

@@ -1,0 +1,169 @@
+"""Fits + spec -> a verdict per budget. Pure: numpy and the fit module only.
+
+A slope budget fails only when the probe is still growing at the end of the run faster than
+the budget, with confidence: the lower bound of the tail slope is above the budget, the later
+half of the tail and its latest block grow too (a cache that has just filled does not), and
+the growth above
+the budget is at least the probe's resolution. It passes clearly when even the upper bound is
+within what the longest allowed run could resolve (and, in an auto run, the judged tail is long
+enough to see growth at the probe's floor rate); anything between is ambiguous, which makes
+an auto run go on and a finished run report "inconclusive" (not a failure).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_membudget.catalog import PROBES, WITNESS_RESOLUTION
+from pytest_membudget.judge.fit import FloatArray, Trend, trend
+from pytest_membudget.judge.spec import Budget, BudgetSpec
+from pytest_membudget.vocabulary import BudgetKind, Status
+
+PASS, FAIL, AMBIGUOUS = Status.PASS, Status.FAIL, Status.AMBIGUOUS
+
+
+@dataclass(frozen=True)
+class Outcome:
+    budget: Budget
+    status: Status
+    measured: float
+
+
+@dataclass(frozen=True)
+class ProbeJudgement:
+    probe: str
+    trend: Trend
+    peak: float
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(o.status == FAIL for o in self.outcomes)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    probes: dict[str, ProbeJudgement]
+
+    @property
+    def failed(self) -> bool:
+        return any(p.failed for p in self.probes.values())
+
+    @property
+    def ambiguous(self) -> bool:
+        """Whether some budget could still go either way."""
+        return any(o.status is AMBIGUOUS for p in self.probes.values() for o in p.outcomes)
+
+
+def resolution(probe: str, window: FloatArray) -> float:
+    """Growth over the judged tail below which a slope is the source's granularity."""
+    info = PROBES[probe]
+    if info.relative_resolution and len(window):
+        return max(info.resolution, info.relative_resolution * float(np.median(window)))
+    return info.resolution
+
+
+def judge_slope(
+    t: Trend, limit: float, res: float, longest_tail: float, shortest_pass: float = 0.0
+) -> Status:
+    """``shortest_pass``: the fewest iterations of judged tail on which a pass may be called
+    (auto runs: long enough to see growth at the probe's floor rate)."""
+    if not t.judged:
+        return AMBIGUOUS
+    excess = (t.slope - limit) * t.tail_span
+    # A leak keeps its pace to the end; growth that has stopped or is stopping does not.
+    still_growing = t.late_slope > limit and t.recent_slope - limit > (t.slope - limit) / 2
+    if t.lower > limit and still_growing and excess >= max(res, 0.0) and excess > 0:
+        return FAIL
+    if t.upper <= limit + res / max(longest_tail, 1.0) and t.tail_span >= shortest_pass:
+        return PASS
+    return AMBIGUOUS
+
+
+def judge_probe(
+    probe: str,
+    budgets: dict[BudgetKind, Budget],
+    x: FloatArray,
+    y: FloatArray,
+    peak: float,
+    confidence: float,
+    longest_tail: float,
+    auto: bool = False,
+) -> ProbeJudgement:
+    t = trend(x, y, confidence)
+    outcomes = []
+    floor = PROBES[probe].floor if auto else 0.0
+    for kind, budget in budgets.items():
+        if kind is BudgetKind.SLOPE:
+            res = resolution(probe, y)
+            shortest = min(res / floor, longest_tail) if floor > 0 else 0.0
+            status = judge_slope(t, budget.limit, res, longest_tail, shortest)
+            outcomes.append(Outcome(budget, status, t.slope))
+        elif kind is BudgetKind.PEAK:
+            outcomes.append(Outcome(budget, FAIL if peak > budget.limit else PASS, peak))
+        else:
+            status = FAIL if t.growth > budget.limit else PASS
+            outcomes.append(Outcome(budget, status, t.growth))
+    return ProbeJudgement(probe, t, peak, tuple(outcomes))
+
+
+def judge(
+    spec: BudgetSpec,
+    x: FloatArray,
+    series: dict[str, FloatArray],
+    peaks: dict[str, float],
+    longest_tail: float = math.inf,
+) -> Verdict:
+    """Judge every probe's measured window. ``x`` holds the iteration of each sample."""
+    auto = spec.run.iterations is None
+    return Verdict({
+        probe: judge_probe(probe, spec.for_probe(probe), x, y, peaks.get(probe, float(y.max(
+            initial=-math.inf))), spec.run.confidence, longest_tail, auto)
+        for probe, y in series.items()
+    })
+
+
+#: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
+#: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
+SMALLEST_BLOCK = 16
+
+
+def witnesses(spec: BudgetSpec) -> dict[str, str]:
+    """Coarse probe -> its exact witness (catalog ``witness``), for the slope budgets of an
+    auto run. A fixed run reports what it measured; an auto run decides when to stop, and a
+    coarse probe must not stop it with a pass that the exact count contradicts."""
+    if spec.run.iterations is not None:
+        return {}
+    return {b.probe: PROBES[b.probe].witness for b in spec.budgets
+            if b.kind is BudgetKind.SLOPE and PROBES[b.probe].witness}
+
+
+def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
+              witnessed: dict[str, str], confidence: float, longest_tail: float) -> Verdict:
+    """A coarse probe's passing slope budget turns ambiguous while its witness grows clearly
+    (a failure of the witness's slope rule at the budget's rate, in blocks, with
+    WITNESS_RESOLUTION). RSS moves in pages and the allocators keep free slots in reserve,
+    so a window can read flat while Python's blocks grow by one per iteration (a float kept
+    per call fills the reserve first). The run then goes on until RSS shows it, the blocks
+    stop, or time is up."""
+    held = dict(verdict.probes)
+    for coarse, witness in witnessed.items():
+        judgement = held.get(coarse)
+        if judgement is None or witness not in series:
+            continue
+        passing = [o for o in judgement.outcomes
+                   if o.budget.kind is BudgetKind.SLOPE and o.status is PASS]
+        if not passing:
+            continue
+        t = trend(x, series[witness], confidence)
+        outcomes = tuple(
+            Outcome(o.budget, AMBIGUOUS, o.measured)
+            if o in passing and judge_slope(t, o.budget.limit / SMALLEST_BLOCK,
+                                            WITNESS_RESOLUTION, longest_tail) is FAIL
+            else o
+            for o in judgement.outcomes)
+        held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
+    return Verdict(held)

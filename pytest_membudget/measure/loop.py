@@ -1,0 +1,187 @@
+"""The measuring loop: warm-up, the measured window, the evidence after a failure.
+
+The loop is a generator that yields once per iteration; the caller runs the workload between
+yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
+generator, so they measure the same way. How long it runs is :mod:`policy`'s decision, when
+and how it samples is :mod:`sampling`'s; this module puts them in order.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from pytest_membudget.evidence.rerun import collect as collect_evidence
+from pytest_membudget.evidence.rerun import evidence_iterations
+from pytest_membudget.judge.policy import RunPolicy, reading_of
+from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.judge.verdict import judge, witnesses
+from pytest_membudget.measure.gcpolicy import GarbageCollection
+from pytest_membudget.measure.probeset import ProbeSet
+from pytest_membudget.measure.samples import Measurement
+from pytest_membudget.measure.stride import Stride
+from pytest_membudget.probes import Probe
+from pytest_membudget.vocabulary import Phase, StopReason
+
+Sample = Callable[[int, float], None]
+
+
+def capacity_for(spec: BudgetSpec) -> int:
+    """Rows of sample storage a run of ``spec`` may fill."""
+    return spec.run.warmup + RunPolicy.for_run(spec.run).most_iterations + 2
+
+
+def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
+                     storage: type[Measurement] = Measurement) -> Measurement:
+    """Fresh storage and probes for ``names``, with the witnesses of the spec's coarse
+    budgets (verdict.witnesses) sampled beside them, unreported, where this system can
+    read them."""
+    from pytest_membudget.probes import create
+
+    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
+    probes = {name: create(name, options) for name in names}
+    wanted = witnesses(spec)
+    hidden = set()
+    for witness in dict.fromkeys(wanted.values()):
+        if witness not in probes:
+            probe = create(witness, options)
+            if not probe.unavailable():
+                probes[witness] = probe
+                hidden.add(witness)
+    m = storage(spec, probes, capacity_for(spec))
+    m.witnesses = {coarse: w for coarse, w in wanted.items() if coarse in probes and w in probes}
+    m.hidden = frozenset(hidden)
+    return m
+
+
+def measure(
+    spec: BudgetSpec, probes: dict[str, Probe], state: Measurement | None = None
+) -> Generator[int, None, Measurement]:
+    """Yield the iteration numbers to run; return the finished measurement."""
+    m = state or Measurement(spec, probes, capacity_for(spec))
+    policy = RunPolicy.for_run(spec.run)
+    probe_set = ProbeSet(probes)
+    collection = GarbageCollection(spec.run.gc)
+    sample = probe_set.sampler(m, collection.collect)
+    # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
+    _prime_judgement(spec)
+    m.started = time.perf_counter()
+    probe_set.start()
+    try:
+        iteration, stride = yield from _warm_up(m, sample, policy)
+        collection.open_window()
+        probe_set.before_window()
+        iteration = yield from _window(m, sample, stride, policy, iteration)
+        m.source_peaks.update(probe_set.peaks())
+        m.verdict = m.judge()
+        if m.verdict.failed and spec.run.evidence:
+            collection.release()  # evidence must see every object, the old ones too
+            m.evidence = yield from _evidence(m, probe_set, iteration)
+    finally:
+        collection.release()
+        probe_set.stop()
+        m.seconds = time.perf_counter() - m.started
+    return m
+
+
+def _warm_up(m: Measurement, sample: Sample,
+             policy: RunPolicy) -> Generator[int, None, tuple[int, Stride]]:
+    """Run the warm-up, sampled after every iteration but not judged; plan the window's
+    stride from its median iteration time. Everything the plugin computes for itself happens
+    here, before the window's first sample, so that none of it lands inside the window."""
+    clock = time.perf_counter
+    sample(0, math.nan)
+    times = []
+    for iteration in range(m.spec.run.warmup):
+        begin = clock()
+        yield iteration
+        elapsed = clock() - begin
+        times.append(elapsed)
+        sample(iteration + 1, elapsed)
+    m.warmup_done = len(times)
+    iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
+    m.stride = Stride(iteration_cost, Stride.most_for(policy.most_iterations, not policy.auto))
+    return len(times), m.stride
+
+
+def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
+            iteration: int) -> Generator[int, None, int]:
+    """The measured window: sample on the stride, judge at each checkpoint, stop when the
+    policy says so."""
+    clock = time.perf_counter
+    deadline = m.started + m.spec.run.max_seconds
+    checkpoint = policy.first()
+    auto = policy.auto
+    m.window_row = m.rows
+    m.phase = Phase.WINDOW
+    # Every float alive at a later sample is alive at the first one too (the loop's times,
+    # the stride's sums, the argument), so that the first iterations do not read as growth
+    # of the interpreter's blocks (py_blocks rose 5, then 1 block, on an empty body).
+    zero = clock() * 0.0
+    begin, end, body = clock(), clock(), zero + 0.0
+    stride.body_total, stride.costs = zero + 0.0, zero + 0.0
+    cost_start = clock()
+    sample(iteration, stride.iteration_cost + 0.0)
+    stride.calibrate(clock() - cost_start)
+    # The iterations since the last sample and their time: locals, the cheapest bookkeeping
+    # between samples; the stride takes them over at each sample.
+    since = 0
+    every, at = stride.every, checkpoint.at
+    while True:
+        begin = clock()
+        yield iteration
+        end = clock()
+        iteration += 1
+        since += 1
+        body += end - begin
+        m.measured += 1
+        out_of_time = auto and end > deadline
+        if since >= every or m.measured >= at or out_of_time:
+            sample(iteration, body / since)
+            stride.sampled(clock() - end, body)
+            since, body = 0, 0.0
+        if m.measured < at and not out_of_time:
+            continue
+        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()))
+        if isinstance(step, StopReason):
+            m.stopped = step
+            return iteration
+        checkpoint, at = step, step.at
+        every = stride.rethink(m.measured)
+        # Samples until the next checkpoint: one per stride, one there, one if time runs out.
+        while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
+            every = stride.thinned()
+
+
+def _evidence(m: Measurement, probe_set: ProbeSet,
+              iteration: int) -> Generator[int, None, dict[str, Any]]:
+    """After a failing window: what the failing probes' sources tell, and a few more
+    iterations traced to show what grew."""
+    assert m.verdict is not None
+    failing = {name for name, p in m.verdict.probes.items() if p.failed}
+    evidence = probe_set.evidence(failing)
+    m.phase = Phase.EVIDENCE
+    slopes = {name: m.verdict.probes[name].trend.slope for name in failing}
+    count = evidence_iterations(m.measured, slopes)
+    evidence.update((yield from collect_evidence(failing, count, iteration)))
+    return evidence
+
+
+_primed = False
+
+
+def _prime_judgement(spec: BudgetSpec) -> None:
+    """Judge a synthetic window once per process before a real one opens. The first judgement
+    in a process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand
+    objects and 1 MiB); inside a window they read as growth of the first budgeted test of
+    each process, which under pytest-xdist is a different test on each worker."""
+    global _primed
+    if _primed or not spec.probes:
+        return
+    x = np.arange(1.0, 33.0)
+    judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
+    _primed = True

@@ -1,0 +1,217 @@
+"""Result types returned by the fixture and carried on test reports: data, never text."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from pytest_membudget.measure.samples import Measurement
+
+#: Version of the result's dict layout (``to_dict``), and so of the JSON report's tests.
+SCHEMA_VERSION = 2
+
+
+@dataclass(frozen=True)
+class BudgetOutcome:
+    """One budget and how it was judged: ``measured`` is the slope for a slope budget, the
+    peak or the growth for the others."""
+
+    probe: str
+    kind: BudgetKind
+    limit: float
+    status: Status
+    measured: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"probe": self.probe, "kind": self.kind.value, "limit": _finite(self.limit),
+                "status": self.status.value, "measured": _finite(self.measured)}
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """A budget that ended ambiguous, and what would settle it: a longer run, a higher cap,
+    an exact probe (``probes``: which)."""
+
+    outcome: BudgetOutcome
+    remedies: tuple[Remedy, ...]
+    probes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.outcome.to_dict(), "remedies": [r.value for r in self.remedies],
+                "exact_probes": list(self.probes)}
+
+
+@dataclass
+class ProbeResult:
+    """What one probe measured over one run, and how its budgets were judged."""
+
+    name: str
+    unit: str
+    slope: float
+    ci: tuple[float, float]
+    peak: float
+    growth: float
+    samples: npt.NDArray[np.float64]
+    sample_iterations: npt.NDArray[np.int64]
+    verdict: ProbeVerdict
+    budgets: dict[str, float | None] = field(default_factory=dict)
+    outcomes: tuple[BudgetOutcome, ...] = ()
+
+    def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "unit": self.unit,
+            "slope": _finite(self.slope),
+            "ci": [_finite(self.ci[0]), _finite(self.ci[1])],
+            "peak": _finite(self.peak),
+            "growth": _finite(self.growth),
+            "verdict": self.verdict.value,
+            "budgets": dict(self.budgets),
+            "outcomes": [o.to_dict() for o in self.outcomes],
+        }
+        if samples:
+            data["samples"] = [float(v) for v in self.samples]
+            data["sample_iterations"] = [int(v) for v in self.sample_iterations]
+        return data
+
+
+@dataclass
+class MembudgetResult:
+    """The outcome of one measured run: every probe's figures and the overall verdict."""
+
+    iterations: int
+    warmup: int
+    stopped: StopReason
+    seconds: float
+    probes: dict[str, ProbeResult]
+    evidence_data: dict[str, Any] = field(default_factory=dict)
+    complete: bool = True
+    #: The run settings in force (after marker, command line and ini were combined).
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: Index in each probe's samples of the measured window's first sample: the samples
+    #: before it are the warm-up's.
+    window_start: int = 0
+
+    @property
+    def failures(self) -> list[BudgetOutcome]:
+        """The budgets that were exceeded."""
+        return [o for p in self.probes.values() for o in p.outcomes if o.status is Status.FAIL]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def unsettled(self) -> list[Unsettled]:
+        """The budgets that ended inconclusive (a finished run's ambiguous ones), each with
+        what would settle it."""
+        if not self.complete:
+            return []
+        return [settle(o, self) for p in self.probes.values() for o in p.outcomes
+                if o.status is Status.AMBIGUOUS]
+
+    def __getitem__(self, probe: str) -> ProbeResult:
+        return self.probes[probe]
+
+    def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "passed": self.passed,
+            "complete": self.complete,
+            "iterations": self.iterations,
+            "warmup": self.warmup,
+            "window_start": self.window_start,
+            "stopped": self.stopped.value,
+            "seconds": round(self.seconds, 6),
+            "failures": [o.to_dict() for o in self.failures],
+            "inconclusive": [u.to_dict() for u in self.unsettled],
+            "evidence": self.evidence_data,
+            "settings": dict(self.settings),
+            "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
+        }
+
+
+class BudgetExceeded(AssertionError):
+    """Raised in the test's call phase when a memory budget is exceeded."""
+
+    def __init__(self, message: str, result: MembudgetResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
+    """What would settle an ambiguous budget: more iterations for a fixed count, a higher cap
+    or more time for an auto run (whichever stopped it), and an exact probe beside a coarse
+    one."""
+    remedies = []
+    if result.stopped is StopReason.FIXED:
+        remedies.append(Remedy.ITERATIONS)
+    elif result.stopped is StopReason.CAP:
+        cap = result.settings.get("max_iterations")
+        at_cap = isinstance(cap, int) and result.iterations >= cap
+        remedies.append(Remedy.MAX_ITERATIONS if at_cap else Remedy.MAX_SECONDS)
+    exact = tuple(p for p in PROBES[outcome.probe].exact if p not in result.probes)
+    if exact:
+        remedies.append(Remedy.EXACT_PROBE)
+    return Unsettled(outcome, tuple(remedies), exact)
+
+
+def probe_verdict(statuses: list[Status], finished: bool) -> ProbeVerdict:
+    """A probe's verdict from its budgets' statuses: any failure fails it; an ambiguous
+    budget leaves it inconclusive once the run has finished (unjudged before)."""
+    if Status.FAIL in statuses:
+        return ProbeVerdict.FAIL
+    if Status.AMBIGUOUS in statuses:
+        return ProbeVerdict.INCONCLUSIVE if finished else ProbeVerdict.UNJUDGED
+    return ProbeVerdict.PASS if statuses else ProbeVerdict.UNJUDGED
+
+
+def build_result(m: Measurement) -> MembudgetResult:
+    """The public result of a measurement, finished or cut short by an error."""
+    verdict = m.verdict
+    if verdict is None and m.rows > 0:
+        verdict = m.judge()
+    stopped = m.stopped
+    finished = stopped is not StopReason.RUNNING
+    probes: dict[str, ProbeResult] = {}
+    peaks = m.peaks()
+    for column, name in enumerate(m.probes):
+        if name in m.hidden:
+            continue
+        budgets: dict[str, float | None] = {kind.value: None for kind in BudgetKind}
+        for kind, budget in m.spec.for_probe(name).items():
+            budgets[kind.value] = budget.limit
+        judgement = verdict.probes.get(name) if verdict is not None else None
+        slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
+        outcomes: tuple[BudgetOutcome, ...] = ()
+        if judgement is not None:
+            t = judgement.trend
+            slope, ci, growth = t.slope, (t.lower, t.upper), t.growth
+            outcomes = tuple(BudgetOutcome(name, o.budget.kind, o.budget.limit, o.status,
+                                           o.measured) for o in judgement.outcomes)
+        probes[name] = ProbeResult(
+            name=name, unit=PROBES[name].unit, slope=slope, ci=ci, peak=peaks[name],
+            growth=growth, samples=m.values[: m.rows, column].copy(),
+            sample_iterations=m.x[: m.rows].copy(),
+            verdict=probe_verdict([o.status for o in outcomes], finished),
+            budgets=budgets, outcomes=outcomes,
+        )
+    run = asdict(m.spec.run)
+    run["gc"] = m.spec.run.gc.value
+    run["iterations"] = m.spec.run.iterations or "auto"
+    return MembudgetResult(
+        iterations=m.measured, warmup=m.warmup_done, stopped=stopped, seconds=m.seconds,
+        probes=probes, evidence_data=m.evidence, complete=finished, settings=run,
+        window_start=m.window_start,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value == value and abs(value) != float("inf") else None

@@ -1,0 +1,110 @@
+"""The sample storage of one run: preallocated before the window, so that the sampling path
+allocates nothing the probes could read as growth; thinned in place when a run outgrows it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.judge.verdict import Verdict, hold_back, judge
+from pytest_membudget.probes import Probe
+from pytest_membudget.vocabulary import Phase, StopReason
+
+if TYPE_CHECKING:
+    from pytest_membudget.measure.stride import Stride
+
+
+@dataclass
+class Measurement:
+    """Sample storage, preallocated before the first iteration so that the plugin's own
+    bookkeeping never reads as growth in the probes it feeds."""
+
+    spec: BudgetSpec
+    probes: dict[str, Probe]
+    capacity: int
+    x: npt.NDArray[np.int64] = field(init=False)
+    values: npt.NDArray[np.float64] = field(init=False)
+    rows: int = 0
+    #: Row of the window's first sample (-1 before the window opens).
+    window_row: int = -1
+    warmup_done: int = 0
+    measured: int = 0
+    phase: Phase = Phase.WARMUP
+    started: float = 0.0
+    seconds: float = 0.0
+    stopped: StopReason = StopReason.RUNNING
+    verdict: Verdict | None = None
+    #: The sampling stride of the window (set when the warm-up ends).
+    stride: Stride | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
+    source_peaks: dict[str, float] = field(default_factory=dict)
+    #: Coarse probe -> the exact probe sampled beside it (verdict.witnesses), and the probes
+    #: sampled only as witnesses: judged for hold_back, never reported.
+    witnesses: dict[str, str] = field(default_factory=dict)
+    hidden: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.x = np.zeros(self.capacity, dtype=np.int64)
+        self.values = np.zeros((self.capacity, len(self.probes)), dtype=np.float64)
+
+    @property
+    def window_start(self) -> int:
+        """Index of the window's first sample (0 when the window never opened)."""
+        return max(self.window_row, 0)
+
+    def window(self) -> tuple[npt.NDArray[np.float64], dict[str, npt.NDArray[np.float64]]]:
+        start = self.window_start
+        x = self.x[start : self.rows].astype(np.float64)
+        return x, {n: self.values[start : self.rows, c] for c, n in enumerate(self.probes)}
+
+    def peaks(self) -> dict[str, float]:
+        if self.rows == 0:
+            return {n: math.nan for n in self.probes}
+        return {
+            n: max(float(self.values[: self.rows, c].max()), self.source_peaks.get(n, -math.inf))
+            for c, n in enumerate(self.probes)
+        }
+
+    def longest_tail(self) -> float:
+        """The judged tail of the run length the pass rule assumes."""
+        total = RunPolicy.for_run(self.spec.run).most_iterations
+        return max(total - total // 2, 1)
+
+    def fits(self, samples: int) -> bool:
+        return self.rows + samples <= self.capacity
+
+    def thin(self) -> bool:
+        """Keep every other sample of the window (its first among them), in place: room for a
+        run longer than the storage was made for. Called between judgements; nothing is
+        allocated. False when there is nothing left to thin."""
+        start = self.window_start
+        if self.rows - start <= 2:
+            return False
+        kept = (self.rows - start + 1) // 2
+        # Row k takes row 2k, copied in runs [2^j, 2^(j+1)) whose sources [2^(j+1), 2^(j+2))
+        # lie beyond them: no copy overlaps, so numpy needs no temporary.
+        low = 1
+        while low < kept:
+            high = min(2 * low, kept)
+            self.x[start + low : start + high] = self.x[start + 2 * low : start + 2 * high : 2]
+            self.values[start + low : start + high] = (
+                self.values[start + 2 * low : start + 2 * high : 2])
+            low = high
+        self.rows = start + kept
+        return True
+
+    def judge(self) -> Verdict:
+        x, series = self.window()
+        shown = {name: y for name, y in series.items() if name not in self.hidden}
+        longest = self.longest_tail()
+        verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest)
+        if not self.witnesses:
+            return verdict
+        return hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence, longest)

@@ -1,0 +1,232 @@
+"""Text for a failing test: what exceeded which budget, the series, the evidence. Reads
+results; decides nothing."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from pytest_membudget.render.session import inconclusive_reasons
+from pytest_membudget.render.units import fmt, short_path, sparkline, stopped_text, table
+from pytest_membudget.vocabulary import BudgetKind
+
+if TYPE_CHECKING:
+    from pytest_membudget.measure.results import BudgetOutcome, MembudgetResult, ProbeResult
+
+
+def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
+    """One line saying what was measured against which budget."""
+    name, limit = outcome.probe, outcome.limit
+    if outcome.kind is BudgetKind.SLOPE:
+        lower, upper = probe.ci
+        return (
+            f"{name} still grows {fmt(name, outcome.measured, per_iter=True)} at the end of "
+            f"the run (lower bound {fmt(name, lower, per_iter=True)}, upper "
+            f"{fmt(name, upper, per_iter=True)}), "
+            f"budget {fmt(name, limit, per_iter=True)}"
+        )
+    if outcome.kind is BudgetKind.PEAK:
+        return f"{name} peaked at {fmt(name, outcome.measured)}, budget {fmt(name, limit)}"
+    return f"{name} grew {fmt(name, outcome.measured)} after warm-up, budget {fmt(name, limit)}"
+
+
+def strict_message(test: str, result: MembudgetResult) -> str:
+    """Why --membudget-strict fails a test whose budgets all passed or stayed inconclusive."""
+    reasons = inconclusive_reasons(result.to_dict(samples=False))
+    return "\n".join([
+        f"membudget: {len(reasons)} budget(s) inconclusive in {test} (strict: an inconclusive "
+        "budget fails the test)",
+        *(f"  - {reason}" for reason in reasons), "", *series_lines(result)])
+
+
+def failure_reasons(result: MembudgetResult) -> list[str]:
+    """One line per exceeded budget."""
+    return [describe_outcome(o, result.probes[o.probe]) for o in result.failures]
+
+
+def failure_message(test: str, result: MembudgetResult, confidence: float) -> str:
+    reasons = failure_reasons(result)
+    lines = [
+        f"membudget: {len(reasons)} budget(s) exceeded in {test}",
+        f"  {result.iterations} iterations measured after {result.warmup} warm-up "
+        f"({stopped_text(result.stopped)}; {result.seconds:.2f} s); "
+        f"bounds are one-sided at {confidence:.0%}",
+    ]
+    lines += [f"  - {reason}" for reason in reasons]
+    lines.append("")
+    lines += series_lines(result)
+    lines += cuda_pool_lines(result)
+    lines += process_lines(result.evidence_data)
+    lines += evidence_lines(result.evidence_data)
+    return "\n".join(lines)
+
+
+def window_values(probe: ProbeResult, start: int) -> list[float]:
+    """The measured window's samples: those from the result's ``window_start`` on."""
+    return [float(v) for v in probe.samples[start:]]
+
+
+def cuda_pool_lines(result: MembudgetResult) -> list[str]:
+    """Per-pool active bytes beside active block counts: the shape of a growth table."""
+    rows = []
+    for pool in ("small", "large"):
+        size = result.probes.get(f"cuda_{pool}_pool")
+        blocks = result.probes.get(f"cuda_{pool}_blocks")
+        if size is None and blocks is None:
+            continue
+        row = [f"{pool} pool"]
+        for probe in (size, blocks):
+            if probe is None:
+                row += ["-", "-"]
+                continue
+            window = window_values(probe, result.window_start)
+            start, end = (window[0], window[-1]) if window else (math.nan, math.nan)
+            row += [f"{fmt(probe.name, start)} -> {fmt(probe.name, end)}",
+                    fmt(probe.name, probe.slope, per_iter=True)]
+        rows.append(tuple(row))
+    if not rows:
+        return []
+    header = ("CUDA pool", "active bytes", "slope", "active blocks", "slope")
+    return ["", *("  " + line for line in table(rows, header))]
+
+
+#: Widest command line shown in a process table.
+COMMAND_WIDTH = 60
+PROCESS_HEADER = ("pid", "process", "first -> last", "slope", "")
+_PROCESS_FIGURES = {"uss": "USS", "pss": "PSS"}
+
+
+def process_lines(evidence: dict[str, Any]) -> list[str]:
+    """The process-tree probes' tables: each descendant's first and last figure and its
+    slope, most growth first; the processes that ended during the window are marked."""
+    lines: list[str] = []
+    for probe, found in evidence.get("processes", {}).items():
+        figure = _PROCESS_FIGURES.get(found.get("figure", ""))
+        if figure:
+            title = (f"{probe}: {figure} of each process over the window, most growth "
+                     "first")
+        else:
+            title = (f"{probe}: processes started during the window ({found['started']} "
+                     f"started, {found['ended']} ended, {found['alive']} alive at its end)")
+        rows = [_process_row(probe, row) for row in found.get("rows", ())]
+        if not figure:  # a count: no figure per process, only when each came and went
+            rows = [(pid, name, note) for pid, name, _, _, note in rows]
+        header = PROCESS_HEADER if figure else (PROCESS_HEADER[0], PROCESS_HEADER[1], "")
+        lines += ["", f"  {title}"]
+        if not rows:
+            lines.append("    (none)")
+        lines += ["    " + line for line in table(rows, header)] if rows else []
+        notes = []
+        if figure and found.get("ended"):
+            notes.append(f"{found['ended']} process(es) ended during the window (rows marked "
+                         "'ended': their last figure is their last sample)")
+        if found.get("not_shown"):
+            notes.append(f"{found['not_shown']} more not shown")
+        lines += [f"    {note}" for note in notes]
+    return lines
+
+
+def _process_row(probe: str, row: dict[str, Any]) -> tuple[str, ...]:
+    name = "this test's process" if row.get("root") else str(row.get("name", ""))
+    command = str(row.get("command", ""))
+    if row.get("forked"):
+        name += " (forked from the test's process)"
+    elif command and command != name:
+        name = f"{name}: {command}"
+    if len(name) > COMMAND_WIDTH:
+        name = name[: COMMAND_WIDTH - 3] + "..."
+    change = "-"
+    if row.get("first") is not None:
+        change = f"{fmt(probe, row['first'])} -> {fmt(probe, row['last'])}"
+    slope = row.get("slope")
+    slope_text = "-" if slope is None else ("+" if slope > 0 else "") + fmt(
+        probe, slope, per_iter=True)
+    notes = []
+    if row.get("started_in_window"):
+        notes.append(f"started at iteration {row['first_iteration']}")
+    if row.get("ended"):
+        notes.append(f"ended after iteration {row['last_iteration']}")
+    return (str(row.get("pid", "")), name, change, slope_text, ", ".join(notes))
+
+
+def series_lines(result: MembudgetResult) -> list[str]:
+    lines = []
+    for name, probe in result.probes.items():
+        if not len(probe.samples):
+            continue
+        # The window only: warm-up samples are taken without collecting garbage.
+        values = window_values(probe, result.window_start)
+        if not values:
+            continue
+        lines.append(
+            f"  {name:<10} {sparkline(values)}  {fmt(name, values[0])} -> {fmt(name, values[-1])}"
+            f"  peak {fmt(name, probe.peak)}  [{probe.verdict.value}]"
+        )
+    return lines
+
+
+def evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    if not evidence:
+        return []
+    if "error" in evidence:
+        return ["", f"No evidence: {evidence['error']}."]
+    n = evidence.get("iterations", 0)
+    lines = ["", f"Evidence from {n} more iterations:"]
+    sites = evidence.get("sites")
+    if sites is not None:
+        if sites:
+            lines.append("  top growing allocation sites (tracemalloc):")
+            for s in sites:
+                lines.append(
+                    f"    {short_path(s['file'])}:{s['line']}: +{fmt('heap', s['bytes'])} "
+                    f"({fmt('heap', s['per_iter'], per_iter=True)}, {s['blocks']} blocks)"
+                    + (f"\n        {s['code']}" if s.get("code") else "")
+                    + (f"\n      called from {short_path(s['via_file'])}:{s['via_line']}: "
+                       f"{s.get('via_code', '')}" if s.get("via_file") else "")
+                )
+        else:
+            lines.append(
+                "  tracemalloc saw no growing Python allocation: the growth is native memory "
+                "(C extensions, malloc, torch's CPU allocator), which tracemalloc cannot see"
+            )
+    types = evidence.get("types")
+    if types:
+        lines.append("  top growing object types:")
+        lines += [f"    {t['type']}: +{t['count']} ({t['per_iter']}/iter)" for t in types]
+    if evidence.get("threads"):
+        lines.append("  threads started and still alive:")
+        lines += [f"    {t['name']} (target {t['target']}, daemon={t['daemon']})"
+                  for t in evidence["threads"]]
+    if "tasks" in evidence:
+        lines += task_lines(evidence["tasks"])
+    if evidence.get("cuda_blocks"):
+        lines.append("  live CUDA blocks allocated in the window (allocator history):")
+        lines += [f"    {short_path(b['file'])}:{b['line']} in {b['function']}: "
+                  f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks ({b['pool']} pool)"
+                  for b in evidence["cuda_blocks"]]
+    elif "cuda_blocks" in evidence:
+        lines.append("  allocator history: no block allocated in the window is still live")
+    if evidence.get("cuda_history"):
+        lines.append(f"  no CUDA allocator history: {evidence['cuda_history']}")
+    if evidence.get("fds"):
+        lines.append("  descriptors opened and still open:")
+        lines += [f"    {fd}" for fd in evidence["fds"]]
+    # A rerun with nothing to show (an untraced probe failed; no thread nor descriptor was
+    # left open) gets no heading of its own.
+    return lines if len(lines) > 2 else []
+
+
+def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
+    """The asyncio tasks started during the evidence rerun and still pending."""
+    if not tasks:
+        return ["  no asyncio task started during these iterations is still pending"]
+    lines = ["  asyncio tasks started and still pending:"]
+    for t in tasks:
+        where = [f"{short_path(t[k + '_file'])}:{t[k + '_line']}" if k + "_file" in t else "?"
+                 for k in ("defined", "waiting", "created")]
+        lines.append(f"    {t['count']} x {t['coroutine']} ({t['per_iter']}/iter), defined at "
+                     f"{where[0]}, waiting at {where[1]}, created at {where[2]}"
+                     + (f" in {t['created_function']}" if t.get("created_function") else ""))
+        if t.get("created_code"):
+            lines.append(f"        {t['created_code']}")
+    return lines

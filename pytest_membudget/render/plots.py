@@ -1,0 +1,145 @@
+"""One PNG per budgeted test: each probe's series, the warm-up, the judged fit and the budget.
+
+matplotlib is the optional extra ``[plot]``; it is imported only when a plot is drawn, with
+the non-interactive Agg backend, so that no window opens and no display is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_membudget.render.units import fmt, unit_scale
+from pytest_membudget.vocabulary import ProbeVerdict
+
+
+def missing_matplotlib(what: str) -> str | None:
+    """Why ``what`` cannot work here, or None when matplotlib is installed."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        return None
+    return (f"{what} draws with matplotlib, which is not installed; install the extra: "
+            "pip install 'pytest-membudget[plot]' (or pip install matplotlib)")
+
+
+def file_name(nodeid: str) -> str:
+    """A file name per test: readable, safe on every OS, unique through a short hash."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid.replace("::", "__")).strip("_.")
+    digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
+    return f"{readable[:120]}-{digest}.png"
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _scale(probe: str, values: list[float]) -> tuple[float, str]:
+    return unit_scale(probe, max((abs(v) for v in values), default=0.0))
+
+
+def _tail(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """The judged tail as fit.trend takes it: the second half of the measured window."""
+    from pytest_membudget.judge.fit import tail_length
+
+    n = len(xs)
+    length = tail_length(n)
+    return xs[n - length:], ys[n - length:]
+
+
+def _anchor(xs: list[float], ys: list[float], slope: float) -> tuple[float, float]:
+    """A point the fitted line passes through: the median offset of the tail's block floors
+    (the fit is made on the floors, so the line runs along the bottom of the series)."""
+    import numpy as np
+
+    from pytest_membudget.judge.fit import TAIL_BLOCKS, block_floors
+
+    fx, fy = block_floors(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), TAIL_BLOCKS)
+    centre = float(np.median(fx))
+    return centre, float(np.median(fy - slope * (fx - centre)))
+
+
+def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
+               window_start: int) -> None:
+    pairs = list(zip(data.get("sample_iterations", []), data.get("samples", []), strict=False))
+    # Samples that JSON could not hold (NaN) are left out; the window starts at the same
+    # sample as before.
+    window_start -= sum(1 for _, y in pairs[:window_start] if not _finite(y))
+    points = [(float(x), float(y)) for x, y in pairs if _finite(y)]
+    scale, unit = _scale(probe, [y for _, y in points])
+    xs = [x for x, _ in points]
+    ys = [y / scale for _, y in points]
+    axes.plot(xs, ys, ".-", color="#4c72b0", markersize=2.5, linewidth=0.7, label=probe)
+    if warmup > 0:
+        axes.axvspan(0, warmup, color="#bbbbbb", alpha=0.35, label=f"warm-up ({warmup})")
+    window = list(zip(xs[window_start:], ys[window_start:], strict=True))
+    slope, budgets = data.get("slope"), data.get("budgets", {})
+    ci = data.get("ci") or [None, None]
+    if slope is not None and len(window) >= 2:
+        tx, ty = _tail([x for x, _ in window], [y for _, y in window])
+        centre, level = _anchor(tx, ty, slope / scale)
+        start = level + slope / scale * (tx[0] - centre)
+        ends = [tx[0], tx[-1]]
+
+        def line(rate: float) -> list[float]:
+            """From the fitted line's value where the judged tail starts, at ``rate``."""
+            return [start + rate / scale * (x - tx[0]) for x in ends]
+
+        axes.plot(ends, line(slope), color="#c44e52", linewidth=1.6,
+                  label=f"slope {fmt(probe, slope, per_iter=True)} (judged tail)")
+        if ci[0] is not None and ci[1] is not None:
+            axes.fill_between(ends, line(ci[0]), line(ci[1]), color="#c44e52", alpha=0.18,
+                              label=f"bounds {fmt(probe, ci[0], per_iter=True)} .. "
+                                    f"{fmt(probe, ci[1], per_iter=True)}")
+        if budgets.get("slope") is not None:
+            axes.plot(ends, line(budgets["slope"]), "--", color="#55a868", linewidth=1.4,
+                      label=f"budget {fmt(probe, budgets['slope'], per_iter=True)}")
+    if window:
+        # Scaled to the measured window: warm-up samples (taken before collecting garbage)
+        # and far-away budget lines would flatten the part that is judged.
+        low, high = min(y for _, y in window), max(y for _, y in window)
+        pad = max((high - low) * 0.25, abs(high) * 0.002, 1e-9)
+        axes.set_ylim(low - pad, high + pad)
+    peak_budget = budgets.get("peak")
+    if peak_budget is not None and ys:
+        axes.axhline(peak_budget / scale, linestyle=":", color="#8172b2",
+                     label=f"peak budget {fmt(probe, peak_budget)}")
+    verdict = data.get("verdict", "")
+    colour = {ProbeVerdict.FAIL.value: "#c44e52",
+              ProbeVerdict.PASS.value: "#2d7d46"}.get(verdict, "#555555")
+    axes.set_title(f"{probe}: {verdict}", loc="left", fontsize=10, color=colour)
+    axes.set_ylabel(unit)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left")
+
+
+def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
+    """Draw one test's probes, one panel each, into ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib.figure import Figure
+
+    probes = {name: p for name, p in test.get("probes", {}).items() if p.get("samples")}
+    figure = Figure(figsize=(8.5, 1.0 + 2.6 * max(len(probes), 1)), layout="constrained")
+    panels = figure.subplots(max(len(probes), 1), 1, sharex=True, squeeze=False)[:, 0]
+    for axes, (name, probe) in zip(panels, probes.items(), strict=False):
+        draw_probe(axes, name, probe, int(test.get("warmup", 0)),
+                   int(test.get("window_start", 0)))
+    panels[-1].set_xlabel("iteration")
+    passed = "passed" if test.get("passed") else "FAILED"
+    figure.suptitle(f"{nodeid}\n{test.get('iterations')} measured iterations after "
+                    f"{test.get('warmup')} warm-up: budgets {passed}", fontsize=10)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    return path
+
+
+def plot_all(tests: Mapping[str, Mapping[str, Any]], folder: Path) -> list[Path]:
+    """One PNG per test that has samples; returns the files written."""
+    return [plot_test(nodeid, test, folder / file_name(nodeid))
+            for nodeid, test in tests.items()
+            if any(p.get("samples") for p in test.get("probes", {}).values())]

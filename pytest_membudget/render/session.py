@@ -1,0 +1,129 @@
+"""The session's text: the summary table, the lines for inconclusive budgets, and JUnit
+properties. Works on the results' plain dicts, as they arrive from every xdist worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.render.units import budget_text, fmt, stopped_text, table
+from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, StopReason
+
+
+def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
+                 ) -> list[tuple[str, ...]]:
+    """Rows of the terminal summary for one test's report dict."""
+    rows: list[tuple[str, ...]] = []
+    for name, probe in data.get("probes", {}).items():
+        lo, hi = probe.get("ci") or [None, None]
+        row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
+            f"[{fmt(name, lo)}, {fmt(name, hi)}]", budget_text(name, probe.get("budgets", {})),
+            fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
+        if verbose:
+            row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
+                    stopped_text(data.get("stopped")))
+        rows.append(row)
+    return rows
+
+
+SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "iters", "verdict")
+VERBOSE_HEADER = (*SUMMARY_HEADER, "growth", "warm-up", "stopped")
+
+
+def inconclusive_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The lines below the table for every budget that ended inconclusive: never silent."""
+    lines, lenient = [], 0
+    for nodeid, data in results:
+        strict = bool(data.get("settings", {}).get("strict"))
+        for line in inconclusive_lines(nodeid, data):
+            lines.append(f"  {line}" + (" [strict: the test failed]" if strict else ""))
+            lenient += not strict
+    if not lines:
+        return []
+    head = f"membudget: {len(lines)} budget(s) inconclusive"
+    if lenient:
+        head += (f" ({lenient} in tests that passed all the same; --membudget-strict fails "
+                 "them)")
+    return [head + ":", *lines]
+
+
+def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> list[str]:
+    """The terminal summary: every budgeted test at the default verbosity, more columns at
+    -v, only tests whose budgets did not pass at -q, nothing at -qq."""
+    if verbosity <= -2:
+        return []
+    rows: list[tuple[str, ...]] = []
+    for nodeid, data in results:
+        verdicts = {p.get("verdict") for p in data.get("probes", {}).values()}
+        quiet = {ProbeVerdict.PASS.value, ProbeVerdict.UNJUDGED.value}
+        if verbosity < 0 and data.get("passed", True) and verdicts <= quiet:
+            continue
+        for i, row in enumerate(summary_rows(nodeid, data, verbose=verbosity > 0)):
+            rows.append(row if i == 0 else ("", *row[1:]))  # the test's name once
+    return table(rows, VERBOSE_HEADER if verbosity > 0 else SUMMARY_HEADER) if rows else []
+
+
+def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    settings = data.get("settings", {})
+    iterations = data.get("iterations", 0)
+    ways = []
+    for remedy in entry.get("remedies", ()):
+        if remedy == Remedy.MAX_SECONDS:
+            ways.append(f"more time (max_seconds={2 * float(settings.get('max_seconds', 60)):g}; "
+                        f"it ran out of its {float(settings.get('max_seconds', 60)):g} s)")
+        elif remedy == Remedy.MAX_ITERATIONS:
+            ways.append(f"a higher max_iterations (it stopped at {iterations}), or "
+                        "max_iterations='none' to let max_seconds decide")
+        elif remedy == Remedy.ITERATIONS:
+            ways.append(f"a longer run (iterations={2 * int(iterations)}) or iterations='auto'")
+        elif remedy == Remedy.EXACT_PROBE:
+            exact = [f"{p}=0 for {PROBES[p].sees}" if p in PROBES else p
+                     for p in entry.get("exact_probes", ())]
+            ways.append("an exact probe beside it: " + " or ".join(exact))
+    return ways
+
+
+def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:
+    """One line per budget that ended inconclusive: the test, the budget, how the run ended
+    and what would settle it."""
+    return [f"{nodeid}: {reason}" for reason in inconclusive_reasons(data)]
+
+
+def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
+    """:func:`inconclusive_lines` without the test's name."""
+    lines = []
+    for entry in data.get("inconclusive", ()):
+        probe, kind = str(entry.get("probe")), BudgetKind(entry.get("kind", "slope"))
+        per_iter = kind is BudgetKind.SLOPE
+        budget = f"{probe}{kind.suffix}={fmt(probe, entry.get('limit'), per_iter=per_iter)}"
+        measured = fmt(probe, entry.get("measured"), per_iter=per_iter)
+        line = (f"{budget} inconclusive (measured {measured}) after "
+                f"{data.get('iterations')} iterations, {stopped_text(data.get('stopped'))}")
+        ways = _settle_ways(entry, data)
+        lines.append(line + ("; settle it with " + "; or ".join(ways) if ways else ""))
+    return lines
+
+
+def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Readable per-test properties for JUnit XML (user_properties), one set per probe:
+    ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
+    verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
+    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
+               StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
+               ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
+               else ProbeVerdict.PASS).value
+    props = [("membudget.verdict", overall),
+             ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
+                                      f"warm-up ({data.get('stopped')})")]
+    props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
+    for name, probe in data.get("probes", {}).items():
+        lo, hi = probe.get("ci") or [None, None]
+        props += [
+            (f"membudget.{name}.slope", f"{fmt(name, probe.get('slope'), per_iter=True)} "
+                                        f"[{fmt(name, lo, per_iter=True)}, "
+                                        f"{fmt(name, hi, per_iter=True)}]"),
+            (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
+            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
+            (f"membudget.{name}.verdict", str(probe.get("verdict"))),
+        ]
+    return props

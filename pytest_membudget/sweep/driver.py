@@ -1,0 +1,276 @@
+"""The suite sweep's driver: a test body repeated in place, screened on exact counters, and
+judged by the full auto verdict when the screen flags it.
+
+Both stages hand the body to :func:`runner.measure`, the loop every driver uses; this module
+only decides which run to make and reads what came back. No pytest here: the caller says
+which exceptions end the repeats (``catch``) and how to name them (``classify``).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
+from pytest_membudget.judge.verdict import Verdict
+from pytest_membudget.measure.loop import measure, open_measurement
+from pytest_membudget.measure.results import MembudgetResult, build_result
+from pytest_membudget.measure.samples import Measurement
+from pytest_membudget.sweep.outcome import SweepOutcome, describe
+from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
+from pytest_membudget.vocabulary import (
+    BudgetKind,
+    CutShort,
+    GcPolicy,
+    NotRepeatable,
+    Phase,
+    Remedy,
+    StopReason,
+    SweepVerdict,
+)
+
+T = TypeVar("T")
+#: Where the sweep's own budgets come from, in results and messages.
+SOURCE = "from the membudget sweep"
+
+
+class ScreenMeasurement(Measurement):
+    """The screen's samples: the screening rule reads them, so the runner's own judgement of
+    a budgetless window (a trend per probe, twice per run) is skipped."""
+
+    def judge(self) -> Verdict:
+        return Verdict({})
+
+
+@dataclass
+class Repetition:
+    """A run of repeats: the measurement, and the exception that stopped it, if one did."""
+
+    measurement: Measurement
+    error: BaseException | None = None
+    #: Calls made before the error (or all of them).
+    calls: int = 0
+
+
+Steps = Generator[None, None, T]
+
+
+def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseException], ...],
+           *, unmeasured: int = 0, storage: type[Measurement] = Measurement
+           ) -> Steps[Repetition]:
+    """Yield once per call of the body: ``unmeasured`` calls, then as :func:`runner.measure`
+    asks, sampling ``names``. A call's exception of ``catch``, thrown in by the driver, stops
+    the repeats and is handed back instead of raised."""
+    m = open_measurement(spec, names, storage)
+    probes = m.probes
+    done = Repetition(m)
+    try:
+        for _ in range(unmeasured):
+            yield
+            done.calls += 1
+        loop = measure(spec, probes, m)
+        try:
+            for _ in loop:
+                yield
+                done.calls += 1
+        except catch as exc:
+            loop.close()
+            done.error = exc
+    except catch as exc:
+        done.error = exc
+    return done
+
+
+def drive(steps: Steps[T], body: Callable[[], object]) -> T:
+    """Call ``body`` at each step; its exceptions go into the steps, which decide."""
+    try:
+        next(steps)
+        while True:
+            try:
+                body()
+            except BaseException as exc:  # the steps catch what they can
+                steps.throw(exc)
+            else:
+                next(steps)
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+
+
+async def drive_async(steps: Steps[T], body: Callable[[], Awaitable[object]]) -> T:
+    """:func:`drive` for a coroutine body, in the running event loop: each call is awaited,
+    and the loop has one turn to run what it scheduled before the sample (as aiterate)."""
+    import asyncio
+
+    try:
+        next(steps)
+        while True:
+            try:
+                await body()
+                await asyncio.sleep(0)
+            except BaseException as exc:  # the steps catch what they can
+                steps.throw(exc)
+            else:
+                next(steps)
+    except StopIteration as finished:
+        result: T = finished.value
+        return result
+
+
+@functools.lru_cache(maxsize=1)
+def screen_probes() -> tuple[str, ...]:
+    """The screen's probes that can be read on this system (``malloc`` needs glibc)."""
+    from pytest_membudget.probes import create
+
+    return tuple(name for name in SCREEN_PROBES if create(name).unavailable() is None)
+
+
+def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
+    """A fixed, short run, sampled after every call, budgets none: the screen reads the
+    samples itself. Its warm-up calls are made before the run (``repeat``'s
+    ``unmeasured``), unsampled: only the window's samples are read."""
+    return BudgetSpec((), replace(run, iterations=calls, warmup=1, gc=GcPolicy.COLLECT,
+                                  evidence=False, strict=False))
+
+
+def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Budget, ...],
+              seconds: float) -> BudgetSpec:
+    """The full auto verdict on the flagged probes: slope 0 each, unless a default budget
+    (``membudget_budget``) names that probe's slope."""
+    configured = {b.probe: b for b in defaults if b.kind is BudgetKind.SLOPE}
+    budgets = tuple(configured.get(name, Budget(name, BudgetKind.SLOPE, 0.0, SOURCE))
+                    for name in probes)
+    return BudgetSpec(budgets, replace(run, iterations=None, max_seconds=seconds,
+                                       strict=False))
+
+
+def sweep_test(body: Callable[[], object], **settings: Any) -> SweepOutcome:
+    """Screen ``body`` (the test's call with its fixtures bound), then judge it fully if the
+    screen flags it; ``settings`` as :func:`sweep_steps` takes them."""
+    return drive(sweep_steps(**settings), body)
+
+
+async def sweep_test_async(body: Callable[[], Awaitable[object]],
+                           **settings: Any) -> SweepOutcome:
+    """:func:`sweep_test` for an async test body, in the running event loop."""
+    return await drive_async(sweep_steps(**settings), body)
+
+
+def sweep_steps(
+    *,
+    run: RunSettings,
+    defaults: tuple[Budget, ...],
+    first_call: float,
+    allowed: float,
+    bound: CutShort,
+    catch: tuple[type[BaseException], ...],
+    classify: Callable[[BaseException], NotRepeatable],
+    screen_calls: int = SCREEN_CALLS,
+) -> Steps[SweepOutcome]:
+    """The sweep of one test, a step per call of its body: the screen, then the full verdict
+    if the screen flags it, all within ``allowed`` seconds."""
+    ending = _Ending(SweepOutcome(SweepVerdict.CLEAN, allowed=allowed, bound=bound,
+                                  first_call=first_call), time.perf_counter(), classify)
+    outcome = ending.outcome
+    spec = screen_spec(run, screen_calls)
+    _prime_screen(spec)
+    # The screen is fixed-length: a body too slow for it within the time is not started.
+    if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
+        return ending.cut_short()
+    screen = yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
+                               storage=ScreenMeasurement)
+    outcome.calls = screen.calls
+    outcome.screen_seconds = ending.elapsed()
+    if screen.error is not None:
+        return ending.not_repeatable(screen, 0)
+    outcome.flagged = flagged(screen.measurement.window()[1])
+    if not outcome.flagged:
+        return ending.finish()
+    left = allowed - ending.elapsed()
+    if left <= 0:
+        return ending.cut_short()
+    full = yield from repeat(full_spec(run, outcome.flagged, defaults, left),
+                             tuple(outcome.flagged), catch)
+    outcome.calls += full.calls
+    if full.error is not None and full.measurement.phase is not Phase.EVIDENCE:
+        return ending.not_repeatable(full, screen.calls)
+    return ending.judged(full)
+
+
+@dataclass
+class _Ending:
+    """How one test's sweep ends, with its time taken."""
+
+    outcome: SweepOutcome
+    started: float
+    classify: Callable[[BaseException], NotRepeatable]
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def finish(self) -> SweepOutcome:
+        self.outcome.seconds = self.elapsed()
+        return self.outcome
+
+    def cut_short(self) -> SweepOutcome:
+        self.outcome.verdict = SweepVerdict.CUT_SHORT
+        return self.finish()
+
+    def not_repeatable(self, repetition: Repetition, calls_before: int) -> SweepOutcome:
+        error = repetition.error
+        assert error is not None
+        self.outcome.verdict = SweepVerdict.NOT_REPEATABLE
+        self.outcome.reason = self.classify(error)
+        self.outcome.detail = describe(error)
+        self.outcome.failed_call = calls_before + repetition.calls + 1
+        return self.finish()
+
+    def judged(self, full: Repetition) -> SweepOutcome:
+        result = build_result(full.measurement)
+        if full.error is not None:  # the verdict was in; only the evidence was cut short
+            result.evidence_data = {
+                "error": f"the workload raised {describe(full.error)} during the evidence "
+                         "rerun, so no evidence was gathered"}
+        self.outcome.result = result
+        self.outcome.verdict = verdict_of(result)
+        return self.finish()
+
+
+_primed = False
+
+
+def _prime_screen(spec: BudgetSpec) -> None:
+    """Screen an empty body twice per process before the first real screen. A process's
+    first screen reads its own first-time costs as growth on every call (docs/sweep.md gives
+    the figures); under pytest-xdist that would be a different test on each worker."""
+    global _primed
+    if not _primed:
+        _primed = True
+        for _ in range(2):
+            drive(repeat(spec, screen_probes(), (), storage=ScreenMeasurement), lambda: None)
+
+
+def verdict_of(result: MembudgetResult) -> SweepVerdict:
+    """A leak is a failure the auto run confirmed (it stopped because the verdict was clear).
+    A run the sweep's time stopped is cut short, failing or not: growth that has not been
+    confirmed at twice its length may be a cache still filling (measured on toolz's suite
+    with membudget_sweep_seconds=2: tests stopped at 49 and 192 calls, failing, while the
+    interpreter's method cache filled)."""
+    if result.failures and result.stopped is StopReason.CLEAR:
+        return SweepVerdict.LEAK
+    if result.failures:
+        return SweepVerdict.CUT_SHORT if result.stopped is StopReason.CAP else (
+            SweepVerdict.INCONCLUSIVE)
+    cap = result.settings.get("max_iterations")
+    shortest = min(MIN_VERDICT_ITERATIONS, cap) if isinstance(cap, int) else (
+        MIN_VERDICT_ITERATIONS)
+    out_of_time = result.stopped is StopReason.CAP and result.iterations < shortest
+    unsettled = result.unsettled
+    if out_of_time or any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
+        return SweepVerdict.CUT_SHORT
+    return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
+
+

@@ -1,0 +1,110 @@
+"""How one test came out of the sweep, as data: its verdict, what the screen flagged, the
+full verdict's result, why it was not repeated; and what the leak table shows of a result.
+Text is made from it at the edge (sweepreport)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.measure.results import MembudgetResult, _finite
+from pytest_membudget.vocabulary import (
+    BudgetKind,
+    CutShort,
+    NotRepeatable,
+    ProbeKind,
+    SweepVerdict,
+)
+
+
+@dataclass
+class SweepOutcome:
+    """How one test came out of the sweep: data, turned into text at the edge."""
+
+    verdict: SweepVerdict
+    #: Probes the screen flagged, each with its growth over the screen.
+    flagged: dict[str, float] = field(default_factory=dict)
+    #: Repeats made after the test's own first call (screen and full verdict).
+    calls: int = 0
+    seconds: float = 0.0
+    #: Of ``seconds``, those of the screen (the rest: the full verdict and its evidence).
+    screen_seconds: float = 0.0
+    #: The seconds the sweep allowed itself for this test, and what bounded them.
+    allowed: float = 0.0
+    bound: CutShort = CutShort.SWEEP_SECONDS
+    #: Seconds of the test's own first call.
+    first_call: float = 0.0
+    result: MembudgetResult | None = None
+    reason: NotRepeatable | None = None
+    #: The exception that ended the repeats, as ``Type: message``.
+    detail: str = ""
+    #: The repeat (1 = the first after the test's own call) that raised.
+    failed_call: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "verdict": self.verdict.value,
+            "flagged": dict(self.flagged),
+            "calls": self.calls,
+            "seconds": round(self.seconds, 6),
+            "screen_seconds": round(self.screen_seconds, 6),
+            "allowed": round(self.allowed, 3),
+            "bound": self.bound.value,
+            "first_call": round(self.first_call, 6),
+        }
+        if self.reason is not None:
+            data.update(reason=self.reason.value, detail=self.detail,
+                        failed_call=self.failed_call)
+        if self.result is not None and self.verdict is SweepVerdict.LEAK:
+            data["leaks"] = leak_summary(self.result)
+        return data
+
+
+def describe(error: BaseException) -> str:
+    """``Type: first line of the message`` (at most 200 characters)."""
+    text = str(error).strip().splitlines()
+    message = text[0] if text else ""
+    line = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def leak_summary(result: MembudgetResult) -> dict[str, Any]:
+    """What the leak table shows of a judged test: each failing slope budget's probe, slope
+    and bounds, the growth per call in bytes where a probe or the evidence measured it (the
+    table's rank), and the top line of the evidence."""
+    failing = [o for o in result.failures if o.kind is BudgetKind.SLOPE]
+    probes: list[dict[str, Any]] = [
+        {"probe": o.probe, "unit": PROBES[o.probe].unit, "slope": _finite(o.measured),
+         "lower": _finite(result.probes[o.probe].ci[0]),
+         "upper": _finite(result.probes[o.probe].ci[1])} for o in failing]
+    byte_slopes = [o.measured for o in failing
+                   if PROBES[o.probe].kind is ProbeKind.BYTES and _finite(o.measured) is not None]
+    evidence = result.evidence_data
+    sites = evidence.get("sites") or []
+    done = evidence.get("iterations") or 0
+    if sites and done:
+        byte_slopes.append(sum(s["bytes"] for s in sites) / done)
+    return {"probes": probes, "bytes_per_call": max(byte_slopes) if byte_slopes else None,
+            "evidence": top_evidence(evidence, tuple(o.probe for o in failing))}
+
+
+def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
+                 ) -> dict[str, Any] | None:
+    """The first line of the evidence: the first thread or descriptor left open when those
+    probes fail, else the top growing allocation site, else what kept the evidence away."""
+    if "error" in evidence:
+        return {"kind": "error", "text": evidence["error"]}
+    if "threads" in failing and evidence.get("threads"):
+        return {"kind": "thread", **evidence["threads"][0]}
+    if "fds" in failing and evidence.get("fds"):
+        return {"kind": "fd", "target": evidence["fds"][0]}
+    sites = evidence.get("sites")
+    if sites:
+        top = sites[0]
+        return {"kind": "site", **{k: top.get(k) for k in (
+            "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}}
+    if sites is not None:
+        return {"kind": "native"}
+    return None

@@ -1,0 +1,188 @@
+"""The sweep's views of its results: the end-of-session table, the failure text of a leaking
+test, and the JSON report's ``sweep`` section. Reads the records the reports carried (one
+``SweepOutcome.to_dict()`` per test); decides nothing."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_membudget.render.failure import failure_message
+from pytest_membudget.render.units import fmt, short_path, table
+from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
+
+if TYPE_CHECKING:
+    from pytest_membudget.measure.results import MembudgetResult
+
+Records = Mapping[str, Mapping[str, Any]]
+
+LEAK_HEADER = ("test", "probe", "growth/call", "bounds/call", "top evidence")
+REASONS = {
+    NotRepeatable.RAISED: "repeat {call} raised {detail}",
+    NotRepeatable.SKIPPED: "repeat {call} skipped ({detail})",
+    NotRepeatable.XFAILED: "repeat {call} xfailed ({detail})",
+    NotRepeatable.XFAIL_MARKED: "marked xfail: its outcome is expected to change",
+    NotRepeatable.DOCTEST: "doctest: its examples run once, in one namespace",
+    NotRepeatable.UNITTEST: "unittest.TestCase method under --pdb: its tearDown is "
+                            "postponed, so it is not repeated",
+    NotRepeatable.OTHER_ITEM: "not a Python test function",
+    NotRepeatable.TEARDOWN: "its teardown failed after the repeats (not reported as an "
+                            "error; run the test without the sweep to see whether it fails "
+                            "alone): {detail}",
+}
+
+
+def _leaking(records: Records) -> list[tuple[str, Mapping[str, Any]]]:
+    """Tests with a leak, the fastest growth per call first: bytes per call where a probe or
+    the evidence measured it, then the rest by their probe's slope."""
+    found = [(nodeid, data["leaks"]) for nodeid, data in records.items()
+             if data.get("leaks") and data["leaks"].get("probes")]
+
+    def rank(entry: tuple[str, Mapping[str, Any]]) -> tuple[int, float]:
+        leaks = entry[1]
+        if leaks.get("bytes_per_call") is not None:
+            return (1, float(leaks["bytes_per_call"]))
+        return (0, max(float(p["slope"] or 0.0) for p in leaks["probes"]))
+
+    return sorted(found, key=rank, reverse=True)
+
+
+def evidence_text(top: Mapping[str, Any] | None) -> str:
+    """The top evidence line, in one line."""
+    if not top:
+        return "-"
+    kind = top.get("kind")
+    if kind == "site":
+        code = f"  {top['code']}" if top.get("code") else ""
+        via = (f" (called from {short_path(str(top['via_file']))}:{top['via_line']})"
+               if top.get("via_file") else "")
+        return (f"{short_path(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
+                f"({per_call('heap', top.get('per_iter'))}){via}{code}")
+    if kind == "thread":
+        return f"thread {top.get('name')} (target {top.get('target')}) still alive"
+    if kind == "fd":
+        return f"descriptor still open: {top.get('target')}"
+    if kind == "native":
+        return "native memory (tracemalloc saw no Python growth)"
+    return f"no evidence: {top.get('text')}"
+
+
+def per_call(probe: str, value: float | None) -> str:
+    """A growth per call: the sweep repeats calls, so an iteration is a call."""
+    return fmt(probe, value, per_iter=True).replace("/iter", "/call")
+
+
+def leak_rows(records: Records) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for nodeid, leaks in _leaking(records):
+        for i, probe in enumerate(leaks["probes"]):
+            name = probe["probe"]
+            rows.append((
+                nodeid if i == 0 else "", name, per_call(name, probe.get("slope")),
+                f"[{fmt(name, probe.get('lower'))}, {fmt(name, probe.get('upper'))}]",
+                evidence_text(leaks.get("evidence")) if i == 0 else ""))
+    return rows
+
+
+def reason_text(data: Mapping[str, Any]) -> str:
+    try:
+        template = REASONS[NotRepeatable(data.get("reason"))]
+    except ValueError:
+        return str(data.get("reason"))
+    return template.format(call=data.get("failed_call", "?"), detail=data.get("detail", ""))
+
+
+def cut_short_text(data: Mapping[str, Any]) -> str:
+    allowed = float(data.get("allowed") or 0.0)
+    bound = ("half its pytest-timeout timeout" if data.get("bound") == CutShort.TIMEOUT.value
+             else "membudget_sweep_seconds")
+    if data.get("calls"):
+        return (f"no verdict within the sweep's {allowed:.3g} s ({bound}) after "
+                f"{data['calls']} repeats; flagged: {', '.join(data.get('flagged', {}))}")
+    return (f"not screened: one call takes {fmt('iter_time', data.get('first_call'))}, too "
+            f"long for the screen within {allowed:.3g} s ({bound})")
+
+
+def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str]:
+    """The end of the session: counts, the ranked leak table, the tests not repeated, the
+    tests cut short."""
+    if verbosity <= -2 or not records:
+        return []
+    counts = Counter(str(data.get("verdict")) for data in records.values())
+    swept = sum(counts[v.value] for v in (SweepVerdict.CLEAN, SweepVerdict.PASSED,
+                                          SweepVerdict.LEAK, SweepVerdict.INCONCLUSIVE,
+                                          SweepVerdict.CUT_SHORT))
+    flagged = sum(1 for data in records.values() if data.get("flagged"))
+    parts = [f"{swept} test(s) repeated in place", f"{flagged} flagged by the screen",
+             f"{counts[SweepVerdict.LEAK.value]} leaking"]
+    parts += [f"{counts[v.value]} {v.value}" for v in (
+        SweepVerdict.PASSED, SweepVerdict.INCONCLUSIVE, SweepVerdict.CUT_SHORT,
+        SweepVerdict.NOT_REPEATABLE, SweepVerdict.OPTED_OUT, SweepVerdict.OWN_BUDGETS)
+        if counts[v.value]]
+    lines = [f"membudget sweep ({mode.value}): " + ", ".join(parts)]
+    rows = leak_rows(records)
+    if rows:
+        action = "failed" if mode is SweepMode.FAIL else "reported only (nothing failed)"
+        lines += ["", f"leaking tests, ranked by growth per call ({action}):",
+                  *("  " + line for line in table(rows, LEAK_HEADER))]
+    lists = (
+        (SweepVerdict.NOT_REPEATABLE, "not repeatable (the first outcome stands)", reason_text),
+        (SweepVerdict.CUT_SHORT, "cut short by the sweep's time", cut_short_text),
+        (SweepVerdict.INCONCLUSIVE, "inconclusive", lambda d: "the full verdict did not settle"),
+    )
+    for verdict, title, text in lists:
+        entries = [(n, d) for n, d in records.items() if d.get("verdict") == verdict.value]
+        if entries and (verbosity >= 0 or verdict is not SweepVerdict.NOT_REPEATABLE):
+            lines += ["", f"{title}:", *(f"  {n}: {text(d)}" for n, d in entries)]
+    if verbosity > 0:
+        passed = [n for n, d in records.items() if d.get("verdict") == SweepVerdict.PASSED.value]
+        if passed:
+            lines += ["", "flagged by the screen, clean on the full verdict:",
+                      *(f"  {n}: {', '.join(records[n].get('flagged', {}))}" for n in passed)]
+    return lines
+
+
+def failure_text(nodeid: str, result: MembudgetResult, confidence: float) -> str:
+    """The failure of a test the sweep found leaking: the usual message, and how to act."""
+    return (f"{failure_message(nodeid, result, confidence)}\n\n"
+            "membudget sweep: this test's body was repeated in place and kept growing. "
+            "--membudget-sweep=report lists leaks without failing; "
+            "@pytest.mark.no_membudget_sweep exempts a test.")
+
+
+def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
+    """The JSON report's ``sweep`` section: the same table and lists as the terminal."""
+
+    def finite(value: Any) -> Any:
+        return value if not isinstance(value, float) or math.isfinite(value) else None
+
+    leaks = [{"test": nodeid, "bytes_per_call": finite(leaks.get("bytes_per_call")),
+              "probes": [{k: finite(v) for k, v in p.items()} for p in leaks["probes"]],
+              "evidence": leaks.get("evidence"), "evidence_text": evidence_text(
+                  leaks.get("evidence"))}
+             for nodeid, leaks in _leaking(records)]
+    by_verdict: dict[str, list[dict[str, Any]]] = {}
+    for nodeid, data in records.items():
+        by_verdict.setdefault(str(data.get("verdict")), []).append({"test": nodeid, **data})
+    seconds: dict[str, float] = {"sweep": 0.0, "screen": 0.0, "first_calls": 0.0}
+    for data in records.values():
+        seconds["sweep"] += float(data.get("seconds") or 0.0)
+        seconds["screen"] += float(data.get("screen_seconds") or 0.0)
+        seconds["first_calls"] += float(data.get("first_call") or 0.0)
+    seconds["full_verdicts"] = seconds["sweep"] - seconds["screen"]
+    return {
+        "mode": mode.value,
+        "counts": dict(Counter(str(d.get("verdict")) for d in records.values())),
+        # Where the sweep's own time went, summed over the tests (the tests' own first calls
+        # beside it, for scale).
+        "seconds": {key: round(value, 3) for key, value in seconds.items()},
+        "leaks": leaks,
+        "not_repeatable": [{**entry, "reason_text": reason_text(entry)} for entry in
+                           by_verdict.get(SweepVerdict.NOT_REPEATABLE.value, [])],
+        "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
+        "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
+        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged")}
+                    for n, d in records.items() if d.get("flagged")],
+    }
