@@ -1,5 +1,5 @@
 """Capture a real ``torch.cuda.memory_stats()`` and a real allocator snapshot, as test data for
-the parsing tests (tests/unit/test_cuda_captured.py). Needs a CUDA device:
+the parsing tests (tests/unit/probes/test_cuda_captured.py). Needs a CUDA device:
 
     python bench/cuda_capture.py --out DIR
 
@@ -7,7 +7,7 @@ Writes DIR/memory_stats.json (after CUDA init and a known workload), DIR/snapsho
 snapshot under the plugin's own recording, ``enabled="state", context="state"``, of a workload
 that keeps a small and a large tensor per step at tagged lines), DIR/capture.json (versions,
 the device, the tagged lines) and DIR/CAPTURED.md. Commit the four files under
-tests/unit/data/cuda/ to have the parsing tested against them.
+tests/support/data/cuda/ to have the parsing tested against them.
 """
 
 from __future__ import annotations

@@ -95,10 +95,10 @@ step 02_rssm_example 120 "${PYTEST[@]}" -v examples/rssm_collection --membudget-
     --membudget-json "$OUT/02_rssm_example.json" --membudget-json-samples
 step 03_costs 170 "$PY" bench/cuda_costs.py --out "$OUT" --seconds 140
 step 04_capture 45 "$PY" bench/cuda_capture.py --out "$OUT/testdata"
-step 05_cpu_side_cuda_tests 60 "${PYTEST[@]}" -q tests/unit/test_cuda.py \
-    tests/unit/test_cuda_workspace.py tests/unit/test_cuda_history.py \
-    tests/unit/test_cuda_allocator_config.py tests/unit/test_cuda_sync.py \
-    tests/unit/test_cuda_devices.py tests/unit/test_fake_torch.py tests/plugin/test_cuda_wiring.py
+step 05_cpu_side_cuda_tests 60 "${PYTEST[@]}" -q tests/unit/probes/test_cuda.py \
+    tests/unit/probes/test_cuda_workspace.py tests/unit/probes/test_cuda_history.py \
+    tests/unit/probes/test_cuda_allocator_config.py tests/unit/probes/test_cuda_sync.py \
+    tests/unit/probes/test_cuda_devices.py tests/unit/probes/test_fake_torch.py tests/plugin/test_cuda_wiring.py
 left=$((BUDGET_S - (SECONDS - START) - 15))
 if [ -n "$GPU_CHECK" ] && [ "$left" -gt 30 ]; then
     step 06_gpu_check "$left" env OUT="$OUT/gpu_check" PYTHON="$PY" \

@@ -11,10 +11,18 @@ from collections.abc import Sequence
 from itertools import filterfalse
 
 _NUMBERS = (int, float, bool, type(None))
-# Counter asks whether its argument is a Mapping; the first time for each iterator type, every
-# Mapping class in the process files that type in its ABC cache (a weak set: a set, weakrefs,
-# their callbacks). Asked here, at import, rather than between the evidence's two counts.
-Counter(map(type, ())).update(type(x) for x in range(0))
+
+
+def _ask_mapping_once() -> None:
+    """Counter asks whether its argument is a Mapping; the first time for each iterator type,
+    and again after any ``ABC.register`` anywhere in the process has invalidated the ABC
+    caches, every Mapping class files that type in its cache (a weak set: weakrefs and their
+    callbacks, 14 pairs in a test process). Asked before each count, so that the filing is
+    done before the objects are listed rather than between the evidence's two counts."""
+    Counter(map(type, ())).update(type(x) for x in range(0))
+
+
+_ask_mapping_once()
 #: Objects whose atoms are names, docstrings and code, not data: a program's functions and
 #: descriptors hold nearly half the atoms of a large heap (torch's), and leak none of them.
 _CODE_TYPES = frozenset({
@@ -29,6 +37,7 @@ def type_counts(exclude: Sequence[object] = ()) -> Counter[str]:
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
     about 0.2 s), since evidence runs this twice per failure."""
+    _ask_mapping_once()
     left_out = {id(obj) for obj in exclude}
     left_out.add(id(exclude))
     objects = [obj for obj in gc.get_objects() if id(obj) not in left_out]

@@ -4,7 +4,7 @@ from __future__ import annotations
 # imported once, here, so that the inner runs find them and do not import them again.
 import numpy  # noqa: F401
 import pytest
-from recording import RECORDER, read_rows
+from support.recording import RECORDER, read_rows
 
 
 @pytest.fixture

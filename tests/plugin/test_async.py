@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recording import RECORDER, read_rows
+from support.recording import RECORDER, read_rows
 
 pytest.importorskip("pytest_asyncio")
 pytest.importorskip("anyio")

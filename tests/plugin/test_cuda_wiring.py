@@ -1,5 +1,5 @@
 """CUDA budgets through the plugin, on every machine: the torch that the inner runs import is
-the stand-in of tests/unit/fake_torch.py, set up as a machine without a usable device, with
+the stand-in of tests/support/fake_torch.py, set up as a machine without a usable device, with
 the cudaMallocAsync backend, or with expandable segments (the real device is tests/cuda's)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from unit import fake_torch
+from support import fake_torch
 
-UNIT = Path(fake_torch.__file__).parent
+UNIT = Path(fake_torch.__file__).parents[1]
 
 SOURCE = """
 import pytest
@@ -165,7 +165,7 @@ def test_device_wide_probe_warns_once_per_worker_under_xdist(pytester: pytest.Py
     pytester.makeconftest(f"""
         import sys
         sys.path.insert(0, {str(UNIT)!r})
-        import fake_torch
+        from support import fake_torch
         sys.modules["torch"] = fake_torch.make(available=False)[0]
     """)
     pytester.makepyfile("""

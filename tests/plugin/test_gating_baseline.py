@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .gating_workloads import RUN, make, no_internal_error, read_json, saved, write_baseline
+from support.gating_workloads import RUN, make, no_internal_error, read_json, saved, write_baseline
 
 
 def test_save_then_a_regression_fails_the_run_and_lists_the_test(

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from dashboard_formats import bmf_problems, custom_benchmark_problems
+from support.dashboard_formats import bmf_problems, custom_benchmark_problems
+from support.gating_workloads import RUN, make, read_json
 
 from pytest_membudget.cli import main
-
-from .gating_workloads import RUN, make, read_json
 
 
 def test_a_report_of_a_real_run_exports_to_both_formats(

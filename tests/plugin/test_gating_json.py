@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .gating_workloads import RUN, make, no_internal_error, read_json
+from support.gating_workloads import RUN, make, no_internal_error, read_json
 
 
 def test_json_holds_every_budgeted_test_failed_ones_too(pytester: pytest.Pytester) -> None:

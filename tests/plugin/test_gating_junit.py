@@ -5,8 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-
-from .gating_workloads import RUN, make
+from support.gating_workloads import RUN, make
 
 
 def test_junit_properties_per_probe(pytester: pytest.Pytester) -> None:

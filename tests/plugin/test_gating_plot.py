@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-
-from .gating_workloads import RUN, make, no_internal_error
+from support.gating_workloads import RUN, make, no_internal_error
 
 
 @pytest.mark.parametrize("how", ["flag", "ini"])

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .gating_workloads import RUN, make
+from support.gating_workloads import RUN, make
 
 HEADER = "test*probe*slope*bounds/iter*budget*peak*iters*verdict"
 

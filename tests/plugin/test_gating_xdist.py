@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .gating_workloads import RUN, make, read_json, saved
+from support.gating_workloads import RUN, make, read_json, saved
 
 pytest.importorskip("xdist")
 

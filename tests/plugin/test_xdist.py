@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recording import read_rows, run_pytest, write_suite
+from support.recording import read_rows, run_pytest, write_suite
 
 pytest.importorskip("xdist")
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from recording import read_rows, run_pytest, write_suite
+from support.recording import read_rows, run_pytest, write_suite
 
 pytestmark = [
     pytest.mark.slow,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from recording import read_rows, run_pytest, write_suite
+from support.recording import read_rows, run_pytest, write_suite
 
 pytestmark = pytest.mark.slow
 

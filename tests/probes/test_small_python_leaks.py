@@ -6,7 +6,7 @@ clean step still passes with a clear verdict."""
 from __future__ import annotations
 
 import pytest
-from recording import read_rows, run_pytest, write_suite
+from support.recording import read_rows, run_pytest, write_suite
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_formats import bmf_problems, custom_benchmark_problems
+from support.dashboard_formats import bmf_problems, custom_benchmark_problems
 
 from pytest_membudget.artifacts import files as storage
 from pytest_membudget.artifacts.document import build_document

@@ -1,5 +1,5 @@
 """The parsing of memory_stats and snapshots against data captured on a real device by
-bench/cuda_capture.py (committed under tests/unit/data/cuda/; see its CAPTURED.md)."""
+bench/cuda_capture.py (committed under tests/support/data/cuda/; see its CAPTURED.md)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat
 from pytest_membudget.probes.cuda.snapshot import live_window_blocks
 
-DATA = Path(__file__).parent / "data" / "cuda"
+DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "cuda"
 pytestmark = pytest.mark.skipif(
     not (DATA / "capture.json").exists(),
     reason="no captured data yet: run bench/cuda_capture.py on a CUDA device and commit its "
-           "files under tests/unit/data/cuda/")
+           "files under tests/support/data/cuda/")
 
 
 def load(name: str) -> Any:

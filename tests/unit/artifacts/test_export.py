@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 import pytest
-from dashboard_formats import bmf_problems, custom_benchmark_problems
+from support.dashboard_formats import bmf_problems, custom_benchmark_problems
 
 from pytest_membudget.artifacts import exporters
 from pytest_membudget.artifacts.document import build_document, upgrade

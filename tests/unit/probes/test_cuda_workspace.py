@@ -8,9 +8,8 @@ probes release the workspaces right before each reading, so no reading counts on
 from __future__ import annotations
 
 import pytest
-
-from . import fake_torch
-from .cuda_runs import run
+from support import fake_torch
+from support.cuda_runs import run
 
 SLOPES = {name: 0 for name in (
     "cuda_allocated", "cuda_reserved", "cuda_small_pool", "cuda_large_pool",

@@ -13,8 +13,7 @@ from pytest_membudget.measure.loop import capacity_for, measure
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.settings import default_run
-
-from . import fake_torch
+from support import fake_torch
 
 RUN = default_run(iterations=60, warmup=3)
 

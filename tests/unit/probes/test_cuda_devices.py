@@ -4,13 +4,12 @@ index (torch.device("cuda").index is None), and no CUDA context created just to 
 from __future__ import annotations
 
 import pytest
+from support import fake_torch
+from support.cuda_runs import install, run
 
 from pytest_membudget.artifacts.document import cuda_device
 from pytest_membudget.judge.spec import SpecError, build_spec, parse_device
 from pytest_membudget.settings import default_run
-
-from . import fake_torch
-from .cuda_runs import install, run
 
 OTHER_DEVICE_SITE = ("/work/project/other_gpu.py", 9, "shard")
 

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import series
 
 from pytest_membudget.judge.fit import block_floors, pairwise_slopes, sen_bounds, theil_sen, trend
-
-from . import series
 
 
 def test_theil_sen_recovers_a_line_through_outliers() -> None:

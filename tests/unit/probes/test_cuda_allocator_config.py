@@ -5,6 +5,7 @@ grow in place, so their count never moves)."""
 from __future__ import annotations
 
 import pytest
+from support.cuda_runs import install, run
 
 from pytest_membudget.probes.cuda.allocator import (
     BACKEND_NEUTRAL,
@@ -12,8 +13,6 @@ from pytest_membudget.probes.cuda.allocator import (
     expandable_segments,
     unavailable_reason,
 )
-
-from .cuda_runs import install, run
 
 NATIVE_ONLY = [name for name in STAT_KEYS if name not in BACKEND_NEUTRAL]
 

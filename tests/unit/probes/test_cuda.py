@@ -6,13 +6,12 @@ from __future__ import annotations
 import sys
 
 import pytest
+from support import fake_torch
+from support.cuda_runs import install, run
 
 from pytest_membudget.measure.results import BudgetExceeded
 from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat, unavailable_reason
 from pytest_membudget.probes.cuda.snapshot import live_window_blocks, user_frame
-
-from . import fake_torch
-from .cuda_runs import install, run
 
 
 def test_every_probe_reads_its_documented_key() -> None:

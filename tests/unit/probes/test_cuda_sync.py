@@ -5,8 +5,7 @@ the driver answers, does."""
 from __future__ import annotations
 
 import pytest
-
-from .cuda_runs import run
+from support.cuda_runs import run
 
 
 def test_allocator_probes_never_synchronize(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,13 +8,12 @@ import math
 
 import numpy as np
 import pytest
+from support import series
 
 from pytest_membudget.judge.fit import sen_bounds, trend
 from pytest_membudget.judge.spec import Budget, BudgetSpec
 from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, PASS, judge
 from pytest_membudget.settings import default_run
-
-from . import series
 
 RUN = default_run()
 KIB = 1024.0

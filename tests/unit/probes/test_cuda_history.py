@@ -5,9 +5,8 @@ appeared in this window reported."""
 from __future__ import annotations
 
 import pytest
-
-from . import fake_torch
-from .cuda_runs import run
+from support import fake_torch
+from support.cuda_runs import run
 
 LEAK_LINE = fake_torch.LEAK_SITE[1]
 EARLIER = ("/work/project/earlier_test.py", 7, "test_earlier")

@@ -5,13 +5,12 @@ sampled only where it can change a decision, and never reported."""
 from __future__ import annotations
 
 import numpy as np
+from support import series
 
 from pytest_membudget.judge.spec import Budget, BudgetSpec
 from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesses
 from pytest_membudget.measure.loop import open_measurement
 from pytest_membudget.settings import default_run
-
-from . import series
 
 AUTO = default_run()
 N = 800

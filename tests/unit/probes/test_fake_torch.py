@@ -7,8 +7,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
-from . import fake_torch
+from support import fake_torch
 
 MiB = fake_torch.MiB
 real_torch = importlib.util.find_spec("torch") is not None

@@ -1,0 +1,1 @@
+"""Helpers of the test suite: fakes, synthetic series, inner-suite writers and runners."""
