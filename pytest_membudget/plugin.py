@@ -223,7 +223,7 @@ def pytest_runtest_makereport(
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
     if data is not None:
-        from pytest_membudget.render.session import junit_properties
+        from pytest_membudget.artifacts.junit import junit_properties
 
         item.user_properties.extend(junit_properties(data))
     report: pytest.TestReport = yield

@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
 from pytest_membudget.judge.spec import (
-    MIN_VERDICT_ITERATIONS,
     RUN_KEYS,
-    SCREEN_CALLS,
     Budget,
     RunSettings,
     SpecError,
@@ -27,6 +26,7 @@ from pytest_membudget.judge.spec import (
     parse_seconds,
     positive_int,
 )
+from pytest_membudget.sweep.screen import SCREEN_CALLS
 from pytest_membudget.vocabulary import SweepMode
 
 

@@ -40,8 +40,8 @@ def _flag(option: Any) -> str:
 
 def option_rows() -> list[tuple[str, ...]]:
     """One row per declared option: (ini key, flag, marker keyword, default, help)."""
-    from pytest_membudget.settings import OPTIONS
     from pytest_membudget.judge.spec import RUN_KEYS
+    from pytest_membudget.settings import OPTIONS
 
     rows = []
     for option in OPTIONS:

@@ -6,7 +6,6 @@ consulted only when the tests have already imported it.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import re
@@ -16,6 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
+from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.measure.results import SCHEMA_VERSION
 
 #: Marks a file as ours; a JSON file without it is foreign.
@@ -80,7 +80,7 @@ def fingerprint(facts: Mapping[str, Any]) -> str:
 def json_safe(value: Any) -> Any:
     """NaN and infinities become None (JSON has no such numbers); containers are copied."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return finite_or_none(value)
     if isinstance(value, Mapping):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

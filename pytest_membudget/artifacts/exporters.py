@@ -10,11 +10,11 @@ a test lands on the same axis; ``docs/dashboards.md`` says which measure holds w
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.render.units import budget_text, fmt, stopped_text
 from pytest_membudget.vocabulary import StopReason
 
@@ -61,12 +61,6 @@ def export(document: Mapping[str, Any], fmt_name: str) -> Export:
     raise ValueError(f"unknown export format {fmt_name!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def figures(document: Mapping[str, Any], left_out: list[tuple[str, str]]) -> Iterator[Figures]:
     """Every exportable probe of every test; what is skipped is added to ``left_out``.
 
@@ -85,8 +79,9 @@ def figures(document: Mapping[str, Any], left_out: list[tuple[str, str]]) -> Ite
         for probe, probe_data in data.get("probes", {}).items():
             lower, upper = [*(probe_data.get("ci") or []), None, None][:2]
             found = Figures(test, probe, str(probe_data.get("unit", "")),
-                            _number(probe_data.get("slope")), _number(lower), _number(upper),
-                            _number(probe_data.get("peak")), data, probe_data)
+                            finite_or_none(probe_data.get("slope")), finite_or_none(lower),
+                            finite_or_none(upper), finite_or_none(probe_data.get("peak")),
+                            data, probe_data)
             if found.slope is None:
                 left_out.append((test, f"{probe} has no slope (too few samples were judged)"))
             yield found

@@ -7,11 +7,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, REFERENCE_ITERATIONS, RunSettings
-from pytest_membudget.judge.verdict import Verdict
+from pytest_membudget.judge.spec import RunSettings
 from pytest_membudget.vocabulary import StopReason
+
+if TYPE_CHECKING:  # numpy stays out of the settings, which read the constants below
+    from pytest_membudget.judge.verdict import Verdict
+
+#: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
+#: max_iterations is lower). Growth is called a leak only once it has lasted past half of
+#: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
+#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
+#: clean only once it has stayed flat that long, so a leak that sets in within about 400
+#: iterations is not passed unseen (leak_late_after400).
+MIN_VERDICT_ITERATIONS = 640
+#: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
+#: passes clearly when even its upper bound would not add up to one resolution step over the
+#: second half of a run this long. Sample storage for this many iterations is allocated
+#: before the window; a longer run thins its samples in place.
+REFERENCE_ITERATIONS = 2000
 
 #: Auto runs judge at min_iterations and then each time the window grows by this factor.
 CHECKPOINT_GROWTH = 1.5

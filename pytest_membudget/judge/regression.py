@@ -15,13 +15,13 @@ never counts as a regression.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.spec import SpecError, parse_quantity
 from pytest_membudget.vocabulary import BudgetKind, Change
 
@@ -103,17 +103,11 @@ def parse_policy(lines: Iterable[str], where: str) -> Policy:
     return Policy(tolerances)
 
 
-def _bound(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> Change:
     """The rule of this module for one probe's slope intervals ``[lower, upper]``."""
     try:
-        base_low, base_up = _bound(base_ci[0]), _bound(base_ci[1])
-        new_low, new_up = _bound(new_ci[0]), _bound(new_ci[1])
+        base_low, base_up = finite_or_none(base_ci[0]), finite_or_none(base_ci[1])
+        new_low, new_up = finite_or_none(new_ci[0]), finite_or_none(new_ci[1])
     except (TypeError, IndexError, KeyError):
         return UNJUDGED
     if new_low is not None and base_up is not None and new_low > base_up:
@@ -139,7 +133,7 @@ class ProbeChange:
     @property
     def change(self) -> float | None:
         """Relative change of the slope estimate, or None when the baseline slope is 0."""
-        b, n = _bound(self.base.get("slope")), _bound(self.new.get("slope"))
+        b, n = finite_or_none(self.base.get("slope")), finite_or_none(self.new.get("slope"))
         if b is None or n is None or b == 0:
             return None
         return (n - b) / abs(b)

@@ -43,28 +43,6 @@ class Budget:
         return self.probe + self.kind.suffix
 
 
-#: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
-#: max_iterations is lower). Growth is called a leak only once it has lasted past half of
-#: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
-#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
-#: clean only once it has stayed flat that long, so a leak that sets in within about 400
-#: iterations is not passed unseen (leak_late_after400).
-MIN_VERDICT_ITERATIONS = 640
-#: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
-#: passes clearly when even its upper bound would not add up to one resolution step over the
-#: second half of a run this long. Sample storage for this many iterations is allocated
-#: before the window; a longer run thins its samples in place.
-REFERENCE_ITERATIONS = 2000
-
-
-#: The sweep's screen (see screening.py): calls after the test's own first call before the
-#: screen's first sample (lazy imports, first-call caches), and calls measured (the default
-#: of membudget_sweep_screen). Here, beside the run's other constants, so that settings.py
-#: reads the default without importing numpy.
-SCREEN_WARMUP = 2
-SCREEN_CALLS = 8
-
-
 @dataclass(frozen=True)
 class RunSettings:
     iterations: int | None  # None: auto

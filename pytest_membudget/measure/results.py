@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ class BudgetOutcome:
     measured: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"probe": self.probe, "kind": self.kind.value, "limit": _finite(self.limit),
-                "status": self.status.value, "measured": _finite(self.measured)}
+        return {"probe": self.probe, "kind": self.kind.value, "limit": finite_or_none(self.limit),
+                "status": self.status.value, "measured": finite_or_none(self.measured)}
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,10 @@ class ProbeResult:
     def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
             "unit": self.unit,
-            "slope": _finite(self.slope),
-            "ci": [_finite(self.ci[0]), _finite(self.ci[1])],
-            "peak": _finite(self.peak),
-            "growth": _finite(self.growth),
+            "slope": finite_or_none(self.slope),
+            "ci": [finite_or_none(self.ci[0]), finite_or_none(self.ci[1])],
+            "peak": finite_or_none(self.peak),
+            "growth": finite_or_none(self.growth),
             "verdict": self.verdict.value,
             "budgets": dict(self.budgets),
             "outcomes": [o.to_dict() for o in self.outcomes],
@@ -212,6 +213,3 @@ def build_result(m: Measurement) -> MembudgetResult:
         window_start=m.window_start,
     )
 
-
-def _finite(value: float) -> float | None:
-    return float(value) if value == value and abs(value) != float("inf") else None

@@ -14,7 +14,7 @@ from pytest_membudget.judge.regression import (
     Comparison,
     Tolerance,
 )
-from pytest_membudget.render.units import fmt, table
+from pytest_membudget.render.units import fmt, slope_text, table
 
 HEADER = ("test", "probe", "baseline slope [bounds]", "new slope [bounds]", "change",
           "tolerance", "status")
@@ -23,9 +23,7 @@ RULE = ("a regression: the new run's lower bound is above 0 and above the baseli
 
 
 def interval(probe: str, data: Mapping[str, Any]) -> str:
-    low, high = (data.get("ci") or [None, None])[:2]
-    return (f"{fmt(probe, data.get('slope'), per_iter=True)} "
-            f"[{fmt(probe, low)}, {fmt(probe, high)}]")
+    return slope_text(probe, data.get("slope"), data.get("ci"))
 
 
 def describe_tolerance(tolerance: Tolerance, probe: str) -> str:

@@ -1,13 +1,13 @@
-"""The session's text: the summary table, the lines for inconclusive budgets, and JUnit
-properties. Works on the results' plain dicts, as they arrive from every xdist worker."""
+"""The session's text: the summary table and the lines for inconclusive budgets. Works on the
+results' plain dicts, as they arrive from every xdist worker."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.render.units import budget_text, fmt, stopped_text, table
-from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, StopReason
+from pytest_membudget.render.units import bounds_text, budget_text, fmt, stopped_text, table
+from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy
 
 
 def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
@@ -15,9 +15,8 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
     """Rows of the terminal summary for one test's report dict."""
     rows: list[tuple[str, ...]] = []
     for name, probe in data.get("probes", {}).items():
-        lo, hi = probe.get("ci") or [None, None]
         row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
-            f"[{fmt(name, lo)}, {fmt(name, hi)}]", budget_text(name, probe.get("budgets", {})),
+            bounds_text(name, probe.get("ci")), budget_text(name, probe.get("budgets", {})),
             fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
         if verbose:
             row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
@@ -102,28 +101,3 @@ def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
         ways = _settle_ways(entry, data)
         lines.append(line + ("; settle it with " + "; or ".join(ways) if ways else ""))
     return lines
-
-
-def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
-    """Readable per-test properties for JUnit XML (user_properties), one set per probe:
-    ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
-    verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
-    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
-               StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
-               ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
-               else ProbeVerdict.PASS).value
-    props = [("membudget.verdict", overall),
-             ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
-                                      f"warm-up ({data.get('stopped')})")]
-    props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
-    for name, probe in data.get("probes", {}).items():
-        lo, hi = probe.get("ci") or [None, None]
-        props += [
-            (f"membudget.{name}.slope", f"{fmt(name, probe.get('slope'), per_iter=True)} "
-                                        f"[{fmt(name, lo, per_iter=True)}, "
-                                        f"{fmt(name, hi, per_iter=True)}]"),
-            (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
-            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
-            (f"membudget.{name}.verdict", str(probe.get("verdict"))),
-        ]
-    return props

@@ -99,3 +99,14 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> list[str]:
     out += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
             for r in rows]
     return out
+
+
+def bounds_text(probe: str, ci: Sequence[float | None] | None, *, per_iter: bool = False) -> str:
+    """A slope's interval, ``[152 B, 220 B]`` (``/iter`` on each bound with ``per_iter``)."""
+    low, high = [*(ci or ()), None, None][:2]
+    return f"[{fmt(probe, low, per_iter=per_iter)}, {fmt(probe, high, per_iter=per_iter)}]"
+
+
+def slope_text(probe: str, slope: float | None, ci: Sequence[float | None] | None) -> str:
+    """A slope with its interval: ``198 B/iter [152 B/iter, 220 B/iter]``."""
+    return f"{fmt(probe, slope, per_iter=True)} {bounds_text(probe, ci, per_iter=True)}"

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, Budget, BudgetSpec, RunSettings
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, build_result

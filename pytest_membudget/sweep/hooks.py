@@ -213,7 +213,7 @@ class SweepHooks:
         outcome = item.stash.get(OUTCOME_KEY, None)
         leak = outcome is not None and outcome.verdict is SweepVerdict.LEAK
         if call.when == "call" and leak and outcome is not None and outcome.result is not None:
-            from pytest_membudget.render.session import junit_properties
+            from pytest_membudget.artifacts.junit import junit_properties
 
             item.user_properties.extend(junit_properties(outcome.result.to_dict()))
         report: pytest.TestReport = yield

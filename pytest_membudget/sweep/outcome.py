@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.measure.results import MembudgetResult, _finite
+from pytest_membudget.judge.numbers import finite_or_none
+from pytest_membudget.measure.results import MembudgetResult
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -76,11 +77,11 @@ def leak_summary(result: MembudgetResult) -> dict[str, Any]:
     table's rank), and the top line of the evidence."""
     failing = [o for o in result.failures if o.kind is BudgetKind.SLOPE]
     probes: list[dict[str, Any]] = [
-        {"probe": o.probe, "unit": PROBES[o.probe].unit, "slope": _finite(o.measured),
-         "lower": _finite(result.probes[o.probe].ci[0]),
-         "upper": _finite(result.probes[o.probe].ci[1])} for o in failing]
-    byte_slopes = [o.measured for o in failing
-                   if PROBES[o.probe].kind is ProbeKind.BYTES and _finite(o.measured) is not None]
+        {"probe": o.probe, "unit": PROBES[o.probe].unit, "slope": finite_or_none(o.measured),
+         "lower": finite_or_none(result.probes[o.probe].ci[0]),
+         "upper": finite_or_none(result.probes[o.probe].ci[1])} for o in failing]
+    byte_slopes = [o.measured for o in failing if PROBES[o.probe].kind is ProbeKind.BYTES
+                   and finite_or_none(o.measured) is not None]
     evidence = result.evidence_data
     sites = evidence.get("sites") or []
     done = evidence.get("iterations") or 0

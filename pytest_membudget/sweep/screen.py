@@ -1,8 +1,8 @@
 """The sweep's screening rule: which tests a short run on exact counters flags for the full
-verdict. Pure: numpy only.
+verdict. Pure: numpy only, imported where the rule runs.
 
 A screen is a fixed, short run sampled after every call, garbage collected before each sample
-(see :mod:`sampling`). The rule is CPython's leak hunter's (``regrtest -R``), which calls a
+(see measure/probeset.py). The rule is CPython's leak hunter's (``regrtest -R``), which calls a
 leak when every delta after the warm-up is at least one: a leak grows on every call, while a
 clean test's counters come back to the same value, or wander up and down. The figures behind
 the length and the thresholds are in docs/sweep.md (measured with bench/sweep.py).
@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from pytest_membudget.catalog import PAGE
-from pytest_membudget.judge.spec import SCREEN_CALLS, SCREEN_WARMUP
+
+if TYPE_CHECKING:  # numpy is imported where the rule runs: the settings read the constants
+    import numpy as np
+    import numpy.typing as npt
+
+#: Calls after the test's own first call before the screen's first sample (lazy imports,
+#: first-call caches), and calls measured (the default of membudget_sweep_screen).
+SCREEN_WARMUP = 2
+SCREEN_CALLS = 8
 
 __all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged"]
 
@@ -56,13 +62,15 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
             rules: Mapping[str, Step] = RULES) -> dict[str, float]:
     """The probes whose samples (one per call, the window only) grew by the rule, each with
     its growth over the screen."""
+    import numpy
+
     found: dict[str, float] = {}
     for name, values in series.items():
         rule = rules.get(name)
         if rule is None or len(values) < 2:
             continue
-        deltas = np.diff(values)
+        deltas = numpy.diff(values)
         growth = float(values[-1] - values[0])
-        if bool(np.all(deltas >= rule.least)) if rule.every else growth >= rule.least:
+        if bool(numpy.all(deltas >= rule.least)) if rule.every else growth >= rule.least:
             found[name] = growth
     return found

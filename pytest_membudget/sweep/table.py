@@ -4,11 +4,11 @@ test, and the JSON report's ``sweep`` section. Reads the records the reports car
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.render.failure import failure_message
 from pytest_membudget.render.units import fmt, short_path, table
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
@@ -156,7 +156,7 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
     """The JSON report's ``sweep`` section: the same table and lists as the terminal."""
 
     def finite(value: Any) -> Any:
-        return value if not isinstance(value, float) or math.isfinite(value) else None
+        return finite_or_none(value) if isinstance(value, float) else value
 
     leaks = [{"test": nodeid, "bytes_per_call": finite(leaks.get("bytes_per_call")),
               "probes": [{k: finite(v) for k, v in p.items()} for p in leaks["probes"]],

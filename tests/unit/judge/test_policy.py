@@ -6,8 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_membudget.judge.policy import Checkpoint, Reading, RunPolicy, StopReason
-from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.policy import (
+    MIN_VERDICT_ITERATIONS,
+    Checkpoint,
+    Reading,
+    RunPolicy,
+    StopReason,
+)
 
 P, A, F, FA = Reading.PASS, Reading.AMBIGUOUS, Reading.FAIL, Reading.FAIL_AMPLE
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from pytest_membudget.judge.spec import MIN_VERDICT_ITERATIONS, build_spec
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.spec import build_spec
 from pytest_membudget.measure.loop import capacity_for, measure
 from pytest_membudget.measure.results import build_result
 from pytest_membudget.measure.samples import Measurement

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.render.session import junit_properties, summary_table
+from pytest_membudget.artifacts.junit import junit_properties
+from pytest_membudget.render.session import summary_table
 
 
 def result(passed: bool, verdict: str, slope: float = 2048.0) -> dict[str, Any]:

@@ -1,0 +1,32 @@
+"""JUnit XML properties of a test's result (pytest's ``user_properties``): readable figures
+for CI systems that show them, from the result's plain dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_membudget.render.session import inconclusive_reasons
+from pytest_membudget.render.units import budget_text, fmt, slope_text
+from pytest_membudget.vocabulary import ProbeVerdict, StopReason
+
+
+def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """Readable per-test properties for JUnit XML (user_properties), one set per probe:
+    ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
+    verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
+    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
+               StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
+               ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
+               else ProbeVerdict.PASS).value
+    props = [("membudget.verdict", overall),
+             ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
+                                      f"warm-up ({data.get('stopped')})")]
+    props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
+    for name, probe in data.get("probes", {}).items():
+        props += [
+            (f"membudget.{name}.slope", slope_text(name, probe.get("slope"), probe.get("ci"))),
+            (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
+            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
+            (f"membudget.{name}.verdict", str(probe.get("verdict"))),
+        ]
+    return props
