@@ -55,11 +55,11 @@ def show(args: argparse.Namespace) -> int:
 
 
 def compare_files(args: argparse.Namespace) -> int:
-    from pytest_membudget.judge.regression import ToleranceError, compare, parse_policy
+    from pytest_membudget.judge.regression import ToleranceError, compare, parse_tolerances
     from pytest_membudget.render.comparison import comparison_lines
 
     try:
-        policy = parse_policy(args.fail or [], "from --fail")
+        policy = parse_tolerances(args.fail or [], "from --fail")
     except ToleranceError as exc:
         raise InputError(str(exc)) from None
     base, new = _load(args.base), _load(args.new)

@@ -14,10 +14,10 @@ from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
 from pytest_membudget.vocabulary import SweepMode
 
-SETTINGS_KEY = pytest.StashKey[_settings.Settings]()
+SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
 #: Set on an async test whose body the async plugin runs through MemBudget.async_test.
-ASYNC_KEY = pytest.StashKey[bool]()
+MEASURED_ASYNC_KEY = pytest.StashKey[bool]()
 REPORTS_KEY = pytest.StashKey[list[tuple[str, dict[str, Any]]]]()
 SWEEP_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 MARKER = "membudget"
@@ -175,7 +175,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
     body = item.obj
     item.obj = state.async_test(body, repeat=FIXTURE not in item.fixturenames)
-    item.stash[ASYNC_KEY] = True
+    item.stash[MEASURED_ASYNC_KEY] = True
     try:
         yield
     except (Exception, pytest.fail.Exception, pytest.skip.Exception):
@@ -195,7 +195,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     __tracebackhide__ = True
     state = pyfuncitem.stash.get(STATE_KEY, None)
     if (state is None or FIXTURE in pyfuncitem.fixturenames
-            or pyfuncitem.stash.get(ASYNC_KEY, False)):
+            or pyfuncitem.stash.get(MEASURED_ASYNC_KEY, False)):
         return None  # async tests are repeated by the function pytest_runtest_call put in
     function = pyfuncitem.obj
     if inspect.isasyncgenfunction(function):

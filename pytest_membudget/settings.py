@@ -132,7 +132,7 @@ OPTIONS: tuple[Option, ...] = (
 
 
 @dataclass(frozen=True)
-class Settings:
+class SessionSettings:
     run: RunSettings
     budgets: tuple[Budget, ...]
     disable: bool
@@ -191,7 +191,7 @@ def default_run(**overrides: Any) -> RunSettings:
     return replace(RunSettings(**values), **overrides)
 
 
-def resolve(config: pytest.Config) -> Settings:
+def resolve(config: pytest.Config) -> SessionSettings:
     """Read every option once; bad values raise pytest.UsageError naming the key."""
     try:
         values: dict[str, Any] = {}
@@ -211,8 +211,8 @@ def resolve(config: pytest.Config) -> Settings:
         sweep_screen = positive_int("sweep_screen", raw_screen, where, minimum=2)
     except SpecError as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
-    return Settings(RunSettings(**values), budgets, disable, require_cuda, sweep, sweep_seconds,
-                    sweep_screen)
+    return SessionSettings(RunSettings(**values), budgets, disable, require_cuda, sweep,
+                           sweep_seconds, sweep_screen)
 
 
 _SWEEP_WORDS = {"true": SweepMode.FAIL, "yes": SweepMode.FAIL, "on": SweepMode.FAIL,

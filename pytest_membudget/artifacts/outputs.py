@@ -19,10 +19,10 @@ from pytest_membudget.artifacts import files as storage
 from pytest_membudget.distributed import is_worker
 from pytest_membudget.judge.regression import (
     Comparison,
-    Policy,
     ToleranceError,
+    Tolerances,
     compare,
-    parse_policy,
+    parse_tolerances,
 )
 from pytest_membudget.judge.spec import SpecError, parse_bool
 from pytest_membudget.render.comparison import comparison_lines
@@ -36,7 +36,7 @@ CUDA_FACT = "membudget_cuda_device"
 
 
 @dataclass(frozen=True)
-class GatingSettings:
+class OutputSettings:
     json_path: Path | None
     json_samples: bool
     storage: Path
@@ -44,7 +44,7 @@ class GatingSettings:
     autosave: bool
     save_overwrite: bool
     compare: str | None
-    policy: Policy
+    policy: Tolerances
     plot_dir: Path | None
 
     @property
@@ -68,12 +68,12 @@ def _path(config: pytest.Config, key: str) -> Path | None:
     return (base / Path(value).expanduser()).resolve()
 
 
-def resolve(config: pytest.Config) -> GatingSettings:
+def resolve(config: pytest.Config) -> OutputSettings:
     try:
         flags = {key: parse_bool(key, *_raw(config, key))
                  for key in ("json_samples", "autosave", "save_overwrite")}
         lines, where = _raw(config, "compare_fail")
-        policy = parse_policy(lines, where)
+        policy = parse_tolerances(lines, where)
     except (SpecError, ToleranceError) as exc:
         raise pytest.UsageError(f"pytest-membudget: {exc}") from None
     compare_name, _ = _raw(config, "compare")
@@ -82,7 +82,7 @@ def resolve(config: pytest.Config) -> GatingSettings:
             "pytest-membudget: --membudget-compare-fail sets the tolerances of "
             "--membudget-compare, which is not given; add --membudget-compare (the latest "
             "baseline saved on this machine) or --membudget-compare=NAME")
-    return GatingSettings(
+    return OutputSettings(
         json_path=_path(config, "json"), json_samples=flags["json_samples"],
         storage=_path(config, "storage") or config.rootpath / ".membudget",
         save=_raw(config, "save")[0] or None, autosave=flags["autosave"],
@@ -122,7 +122,7 @@ def _usage(error: storage.ReportFileError) -> pytest.UsageError:
 
 
 class Gate:
-    def __init__(self, config: pytest.Config, gating: GatingSettings,
+    def __init__(self, config: pytest.Config, gating: OutputSettings,
                  results: list[tuple[str, dict[str, Any]]],
                  sweep: SweepRecords | None = None) -> None:
         from pytest_membudget.render.plots import missing_matplotlib

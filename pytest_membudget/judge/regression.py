@@ -55,7 +55,7 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class Policy:
+class Tolerances:
     """Tolerances by probe; ``all`` covers every probe not named. The default is no margin."""
 
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
@@ -92,7 +92,7 @@ def parse_tolerance(text: str, where: str) -> tuple[str, Tolerance]:
     return probe, Tolerance(absolute=absolute)
 
 
-def parse_policy(lines: Iterable[str], where: str) -> Policy:
+def parse_tolerances(lines: Iterable[str], where: str) -> Tolerances:
     tolerances: dict[str, Tolerance] = {}
     for line in lines:
         if not line.strip():
@@ -100,7 +100,7 @@ def parse_policy(lines: Iterable[str], where: str) -> Policy:
         probe, tolerance = parse_tolerance(line, where)
         tolerances[probe] = tolerances[probe].merge(tolerance) if probe in tolerances \
             else tolerance
-    return Policy(tolerances)
+    return Tolerances(tolerances)
 
 
 def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance) -> Change:
@@ -154,7 +154,7 @@ class Comparison:
         return sum(1 for c in self.changes if c.status == status)
 
 
-def compare(base: Mapping[str, Any], new: Mapping[str, Any], policy: Policy) -> Comparison:
+def compare(base: Mapping[str, Any], new: Mapping[str, Any], policy: Tolerances) -> Comparison:
     """Every probe that both documents measured for the same test, classified."""
     base_tests: Mapping[str, Any] = base.get("tests", {})
     new_tests: Mapping[str, Any] = new.get("tests", {})

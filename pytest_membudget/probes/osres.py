@@ -8,7 +8,7 @@ import time
 import psutil
 
 from pytest_membudget.probes import Probe
-from pytest_membudget.probes.procfs import ProcFile, has_procfs
+from pytest_membudget.probes.procfs import NUM_THREADS, ProcFile, has_procfs, stat_fields
 
 
 class ThreadsProbe(Probe):
@@ -33,9 +33,7 @@ class ThreadsProbe(Probe):
 
     def _count(self) -> float:
         if self._stat is not None:
-            raw = self._stat.read(1024)
-            # Field 20 (num_threads), counted after the parenthesised command name.
-            return float(raw[raw.rindex(b")") + 2 :].split()[17])
+            return float(stat_fields(self._stat.read(1024))[NUM_THREADS])
         return float(self._process.num_threads())
 
     def read(self) -> float:

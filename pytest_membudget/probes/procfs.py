@@ -70,12 +70,20 @@ def read_proc(path: str) -> bytes | None:
         os.close(fd)
 
 
-def parse_stat(raw: bytes) -> tuple[bytes, bytes, int, int]:
-    """(state, command name, parent pid, start time in clock ticks) from /proc/<pid>/stat.
+#: Index in stat_fields() of /proc/<pid>/stat's field 20, num_threads (field 3 is index 0).
+NUM_THREADS = 17
+
+
+def stat_fields(raw: bytes) -> list[bytes]:
+    """The fields of /proc/<pid>/stat after the command name, from field 3 (the state) on.
     The name is in parentheses and may itself hold spaces and parentheses."""
-    close = raw.rindex(b")")
-    fields = raw[close + 2 :].split()
-    return fields[0], raw[raw.index(b"(") + 1 : close], int(fields[1]), int(fields[19])
+    return raw[raw.rindex(b")") + 2 :].split()
+
+
+def parse_stat(raw: bytes) -> tuple[bytes, bytes, int, int]:
+    """(state, command name, parent pid, start time in clock ticks) from /proc/<pid>/stat."""
+    fields = stat_fields(raw)
+    return fields[0], raw[raw.index(b"(") + 1 : raw.rindex(b")")], int(fields[1]), int(fields[19])
 
 
 def parse_rollup(raw: bytes) -> tuple[int, int]:

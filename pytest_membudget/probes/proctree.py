@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.procfs import (
@@ -30,6 +30,7 @@ from pytest_membudget.probes.procfs import (
     read_proc,
 )
 from pytest_membudget.probes.proclog import ProcessLog, Seen
+from pytest_membudget.probes.shared import SharedSource
 
 #: States of a process that has exited: zombie (not reaped yet), dead.
 EXITED_STATES = frozenset((b"Z", b"X", b"x"))
@@ -46,37 +47,26 @@ def unavailable_reason(memory: bool) -> str | None:
     return None
 
 
-class ProcessTree:
+class ProcessTree(SharedSource):
     """The test's process and its live descendants, read once per sample for every probe
     of this module in the run."""
 
-    _shared: ClassVar[ProcessTree | None] = None
-
     def __init__(self) -> None:
+        super().__init__(None)
         self.root = os.getpid()
         self.per_thread = children_files_exist()
-        self.users = self.memory_users = self.root_users = 0
+        self.memory_users = self.root_users = 0
         self.count = self.uss = self.pss = self.root_pss = self.iteration = 0
         self.log = ProcessLog(self.root)
 
     @classmethod
-    def acquire(cls, memory: bool, root: bool) -> ProcessTree:
+    def for_run(cls, memory: bool, root: bool) -> ProcessTree:
         """``memory``: the user needs each descendant's memory; ``root``: the test's own
         process's PSS too."""
-        tree = cls._shared
-        if tree is None or tree.root != os.getpid():
-            tree = cls._shared = cls()
-        tree.users += 1
-        tree.memory_users += memory
-        tree.root_users += root
-        return tree
+        return cls.acquire(None, cls, memory_users=memory, root_users=root)
 
-    def release(self, memory: bool, root: bool) -> None:
-        self.users -= 1
-        self.memory_users -= memory
-        self.root_users -= root
-        if self.users <= 0 and ProcessTree._shared is self:
-            ProcessTree._shared = None
+    def current(self) -> bool:
+        return self.root == os.getpid()  # a forked child measures its own tree
 
     def refresh(self) -> None:
         """One sample: list the descendants, read each one's state (and memory, where a
@@ -139,7 +129,7 @@ class ProcessTreeProbe(Probe):
         return unavailable_reason(self.memory)
 
     def start(self) -> None:
-        self.tree = ProcessTree.acquire(self.memory, self.root)
+        self.tree = ProcessTree.for_run(self.memory, self.root)
 
     def before_window(self) -> None:
         assert self.tree is not None
@@ -160,7 +150,7 @@ class ProcessTreeProbe(Probe):
 
     def stop(self) -> None:
         if self.tree is not None:
-            self.tree.release(self.memory, self.root)
+            self.tree.release(memory_users=self.memory, root_users=self.root)
             self.tree = None
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_membudget.fixture import MemBudget
-from pytest_membudget.settings import Settings
+from pytest_membudget.settings import SessionSettings
 from pytest_membudget.sweep.driver import sweep_test, sweep_test_async
 from pytest_membudget.sweep.housekeeping import Housekeeping
 from pytest_membudget.sweep.outcome import SweepOutcome, leak_summary
@@ -39,7 +39,7 @@ CAUGHT: tuple[type[BaseException], ...] = (
 OUTCOME_KEY = pytest.StashKey[SweepOutcome]()
 TIMER_KEY = pytest.StashKey[tuple[float, float]]()
 #: Set while an async test runs through the sweep's coroutine (pytest_runtest_call).
-ASYNC_KEY = pytest.StashKey[bool]()
+SWEPT_ASYNC_KEY = pytest.StashKey[bool]()
 
 
 def _classify(error: BaseException) -> NotRepeatable:
@@ -81,7 +81,7 @@ def _item_reason(item: pytest.Item) -> NotRepeatable:
 class SweepHooks:
     """Registered by the plugin when the sweep is on; one per process."""
 
-    def __init__(self, config: pytest.Config, settings: Settings,
+    def __init__(self, config: pytest.Config, settings: SessionSettings,
                  records: dict[str, dict[str, Any]],
                  own_budgets: Callable[[pytest.Item], MemBudget | None]) -> None:
         self.config = config
@@ -139,7 +139,7 @@ class SweepHooks:
             return (yield)
         body = item.obj
         item.obj = self._async_test(item, body)
-        item.stash[ASYNC_KEY] = True
+        item.stash[SWEPT_ASYNC_KEY] = True
         try:
             return (yield)
         finally:
@@ -181,7 +181,7 @@ class SweepHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[
             None, object, object]:
-        if pyfuncitem.stash.get(ASYNC_KEY, False):
+        if pyfuncitem.stash.get(SWEPT_ASYNC_KEY, False):
             return (yield)  # swept by the coroutine pytest_runtest_call put in
         begin = time.perf_counter()
         result = yield  # the test's own call: whatever it raises is its outcome

@@ -3,28 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pytest_membudget.probes.cuda.history import History
+from pytest_membudget.probes.shared import SharedSource
 
 
-class DeviceStats:
+class DeviceStats(SharedSource):
     """One device's allocator, shared by every CUDA probe of a run: memory_stats fetched once
     per sample, the device synchronized only where a probe asks the driver, and the
     allocator history of the window (for evidence)."""
 
-    _shared: ClassVar[dict[str | None, DeviceStats]] = {}
-
     def __init__(self, device: str | None) -> None:
         import torch
 
+        super().__init__(device)
         self.torch = torch
         self.option = device
         #: Resolved when CUDA is initialised: torch.device("cuda").index is None.
         self.device: Any = None
         self.index = 0
         self.stats: Mapping[str, Any] = {}
-        self.users = 0
         #: Users that read ``stats``; before each fetch, cuBLAS workspaces are cleared.
         self.stat_users = 0
         #: Users that read the driver (cudaMemGetInfo), which needs the device drained.
@@ -34,22 +33,12 @@ class DeviceStats:
         self.history: History | None = None
 
     @classmethod
-    def acquire(cls, device: str | None, reads_stats: bool, syncs: bool) -> DeviceStats:
-        source = cls._shared.get(device)
-        if source is None:
-            source = cls._shared[device] = cls(device)
-        source.users += 1
-        source.stat_users += reads_stats
-        source.sync_users += syncs
-        return source
+    def for_device(cls, device: str | None, reads_stats: bool, syncs: bool) -> DeviceStats:
+        return cls.acquire(device, lambda: cls(device), stat_users=reads_stats,
+                           sync_users=syncs)
 
-    def release(self, reads_stats: bool, syncs: bool) -> None:
-        self.users -= 1
-        self.stat_users -= reads_stats
-        self.sync_users -= syncs
-        if self.users <= 0:
-            self.stop_history()
-            self._shared.pop(self.option, None)
+    def close(self) -> None:
+        self.stop_history()
 
     def init_context(self) -> None:
         """Create the CUDA context before warm-up, and fix the device: a workload that

@@ -38,7 +38,7 @@ class CudaProbe(Probe):
         return unavailable_reason(self.device, self.name)
 
     def start(self) -> None:
-        self.source = DeviceStats.acquire(self.device, self.reads_stats, self.syncs)
+        self.source = DeviceStats.for_device(self.device, self.reads_stats, self.syncs)
         self.source.init_context()
 
     def before_window(self) -> None:
@@ -59,7 +59,7 @@ class CudaProbe(Probe):
 
     def stop(self) -> None:
         if self.source is not None:
-            self.source.release(self.reads_stats, self.syncs)
+            self.source.release(stat_users=self.reads_stats, sync_users=self.syncs)
             self.source = None
 
 

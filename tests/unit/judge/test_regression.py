@@ -14,13 +14,13 @@ from pytest_membudget.judge.regression import (
     SAME,
     UNJUDGED,
     WORSE,
-    Policy,
     Tolerance,
     ToleranceError,
+    Tolerances,
     classify,
     compare,
-    parse_policy,
     parse_tolerance,
+    parse_tolerances,
 )
 from pytest_membudget.render.comparison import describe_tolerance
 
@@ -115,10 +115,10 @@ def test_bad_tolerances_say_what_to_write(text: str, message: str) -> None:
 
 
 def test_policy_names_probes_over_all_and_merges_repeats() -> None:
-    policy = parse_policy(["all:20%", "rss:10%", "rss:1 KiB/iter", ""], "from ini")
+    policy = parse_tolerances(["all:20%", "rss:10%", "rss:1 KiB/iter", ""], "from ini")
     assert policy.for_probe("rss") == Tolerance(relative=0.10, absolute=1024.0)
     assert policy.for_probe("heap") == Tolerance(relative=0.20)
-    assert Policy().for_probe("heap") == NONE
+    assert Tolerances().for_probe("heap") == NONE
     assert describe_tolerance(Tolerance(relative=0.1, absolute=1024), "rss") \
         == "10% or 1 KiB/iter"
     assert describe_tolerance(NONE, "rss") == "0"
@@ -134,11 +134,11 @@ def _doc(**tests: dict[str, list[float]]) -> dict:
 def test_compare_documents() -> None:
     base = _doc(t_a={"rss": [0, 10], "heap": [100, 110]}, t_gone={"rss": [0, 1]})
     new = _doc(t_a={"rss": [50, 60], "heap": [100, 120], "fds": [1, 1]}, t_new={"rss": [0, 1]})
-    result = compare(base, new, parse_policy(["heap:off"], "here"))
+    result = compare(base, new, parse_tolerances(["heap:off"], "here"))
     assert [(c.nodeid, c.probe, c.status) for c in result.changes] == [
         ("t_a", "rss", REGRESSED), ("t_a", "heap", SAME)]
     assert [c.probe for c in result.regressions] == ["rss"]
     assert result.missing == ("t_gone",) and result.added == ("t_new",)
     assert result.changes[0].change == pytest.approx(10.0)  # 5 -> 55
-    loose = compare(base, new, parse_policy(["rss:100 B/iter"], "here"))
+    loose = compare(base, new, parse_tolerances(["rss:100 B/iter"], "here"))
     assert loose.regressions == () and loose.count(WORSE) == 1
