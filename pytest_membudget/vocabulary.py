@@ -1,7 +1,7 @@
 """The states that travel between modules, as enums that mypy checks.
 
 Each is a ``str`` enum, so a member equals its value (``ProbeVerdict.PASS == "pass"``) and
-JSON writes the value; text for people is made from them at the edge (report, comparetext),
+JSON writes the value; text for people is made from them at the edge (render/),
 never here. Stdlib only: the plugin's entry point imports this module.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.artifacts import document as jsonreport
+from pytest_membudget.artifacts import document
 from pytest_membudget.artifacts import files as storage
 from pytest_membudget.distributed import is_worker
 from pytest_membudget.judge.regression import (
@@ -114,7 +114,7 @@ class WorkerFacts:
 
     def pytest_sessionfinish(self) -> None:
         output: dict[str, Any] = getattr(self.config, "workeroutput", {})
-        output[CUDA_FACT] = jsonreport.cuda_device()
+        output[CUDA_FACT] = document.cuda_device()
 
 
 def _usage(error: storage.ReportFileError) -> pytest.UsageError:
@@ -134,7 +134,7 @@ class Gate:
         self.lines: list[str] = []
         self.problems: list[str] = []
         self.comparison: Comparison | None = None
-        self.machine = jsonreport.machine()
+        self.machine = document.machine()
         self.fingerprint = str(self.machine["fingerprint"])
         if gating.plot_dir is not None:
             reason = missing_matplotlib("--membudget-plot")
@@ -169,16 +169,16 @@ class Gate:
         self.worker_cuda = self.worker_cuda or output.get(CUDA_FACT)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        full = jsonreport.build_document(
+        full = document.build_document(
             self.results, self.outcomes, samples=True, exitstatus=int(session.exitstatus),
             machine_facts={**self.machine,
                            # Known now that the tests may have imported torch.
-                           "cuda_device": jsonreport.cuda_device() or self.worker_cuda})
+                           "cuda_device": document.cuda_device() or self.worker_cuda})
         if self.sweep is not None:
             from pytest_membudget.sweep.table import sweep_document
 
             full["sweep"] = sweep_document(self.sweep[1], self.sweep[0])
-        kept = full if self.gating.json_samples else jsonreport.without_samples(full)
+        kept = full if self.gating.json_samples else document.without_samples(full)
         for step in (self._write_json, self._save, self._plot):
             try:
                 step(full, kept)

@@ -2,8 +2,8 @@
 
 The loop is a generator that yields once per iteration; the caller runs the workload between
 yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
-generator, so they measure the same way. How long it runs is :mod:`policy`'s decision, when
-and how it samples is :mod:`sampling`'s; this module puts them in order.
+generator, so they measure the same way. How long it runs is judge/policy.py's decision; when
+and how it samples is the probe set's and the stride's; this module puts them in order.
 """
 
 from __future__ import annotations

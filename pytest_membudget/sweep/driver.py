@@ -1,7 +1,7 @@
 """The suite sweep's driver: a test body repeated in place, screened on exact counters, and
 judged by the full auto verdict when the screen flags it.
 
-Both stages hand the body to :func:`runner.measure`, the loop every driver uses; this module
+Both stages hand the body to measure.loop.measure, the loop every driver uses; this module
 only decides which run to make and reads what came back. No pytest here: the caller says
 which exceptions end the repeats (``catch``) and how to name them (``classify``).
 """
@@ -62,7 +62,7 @@ Steps = Generator[None, None, T]
 def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseException], ...],
            *, unmeasured: int = 0, storage: type[Measurement] = Measurement
            ) -> Steps[Repetition]:
-    """Yield once per call of the body: ``unmeasured`` calls, then as :func:`runner.measure`
+    """Yield once per call of the body: ``unmeasured`` calls, then as measure.loop.measure
     asks, sampling ``names``. A call's exception of ``catch``, thrown in by the driver, stops
     the repeats and is handed back instead of raised."""
     m = open_measurement(spec, names, storage)

@@ -1,6 +1,6 @@
 """How one test came out of the sweep, as data: its verdict, what the screen flagged, the
 full verdict's result, why it was not repeated; and what the leak table shows of a result.
-Text is made from it at the edge (sweepreport)."""
+Text is made from it at the edge (sweep/table.py)."""
 
 from __future__ import annotations
 
