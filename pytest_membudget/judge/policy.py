@@ -1,6 +1,6 @@
-"""How long a run goes on: a pure function of the verdict at each checkpoint and the number
-of measured iterations. No workload, no clock, no probe: the tests drive it with scripted
-sequences of readings."""
+"""How long a run goes on: a pure function of the verdict at each checkpoint, the number of
+measured iterations and the seconds they took. No workload, no clock, no probe: the tests
+drive it with scripted sequences of readings and times."""
 
 from __future__ import annotations
 
@@ -23,6 +23,17 @@ if TYPE_CHECKING:  # numpy stays out of the settings, which read the constants b
 #: clean only once it has stayed flat that long, so a leak that sets in within about 400
 #: iterations is not passed unseen (leak_late_after400).
 MIN_VERDICT_ITERATIONS = 640
+#: Seconds of measured work after which an auto verdict may stand on fewer than
+#: MIN_VERDICT_ITERATIONS calls (but never on fewer than FEWEST_CALLS): a heavy step (a
+#: training step, a rollout: 10-100 ms) reaches its verdict in seconds, and what it forgives
+#: is counted in time, not calls. A cache that fills for about half of this (3 s of calls)
+#: after warm-up still passes; one that fills longer needs a warm-up of its length
+#: (docs/verdict.md, "Heavy steps"). Steps under about 9 ms reach 640 calls first: for them
+#: nothing changes.
+SHORTEST_SECONDS = 6.0
+#: Fewest measured calls of any auto verdict: the judged tail (the second half) needs eight
+#: blocks of at least one sample each, and room for one noisy block.
+FEWEST_CALLS = 24
 #: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
 #: passes clearly when even its upper bound would not add up to one resolution step over the
 #: second half of a run this long. Sample storage for this many iterations is allocated
@@ -52,11 +63,17 @@ class Reading(Enum):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """Where the run is judged next, and the length at which a failure seen earlier must be
-    seen again to stand (None while nothing has failed)."""
+    """Where the run is judged next: at ``at`` measured calls, or once ``by`` seconds of the
+    window have passed, whichever comes first (never before FEWEST_CALLS); and the length at
+    which a failure seen earlier must be seen again to stand (None while nothing has failed)."""
 
     at: int
     confirm_at: int | None = None
+    by: float = math.inf
+
+    def due(self, measured: int, elapsed: float) -> bool:
+        """Whether the window has reached this checkpoint."""
+        return measured >= self.at or (elapsed >= self.by and measured >= FEWEST_CALLS)
 
 
 @dataclass(frozen=True)
@@ -101,12 +118,20 @@ class RunPolicy:
     def first(self) -> Checkpoint:
         if self.fixed is not None:
             return Checkpoint(self.fixed)
-        return Checkpoint(self._capped(self.min_iterations))
+        # A heavy step is first judged halfway to its shortest verdict in time, so that a
+        # failure seen then is confirmed at twice its length by the time the verdict may stand.
+        return Checkpoint(self._capped(self.min_iterations), by=SHORTEST_SECONDS / 2)
+
+    def stands(self, measured: int, elapsed: float) -> bool:
+        """Whether an auto verdict may stand after ``measured`` calls in ``elapsed`` seconds:
+        the shortest verdict in calls, or in seconds of work for a heavy step."""
+        return measured >= self._capped(self.shortest) or (
+            elapsed >= SHORTEST_SECONDS and measured >= FEWEST_CALLS)
 
     def after(self, checkpoint: Checkpoint, measured: int, out_of_time: bool,
-              reading: Reading) -> Checkpoint | StopReason:
+              reading: Reading, elapsed: float = 0.0) -> Checkpoint | StopReason:
         """The next checkpoint, or why the run stops, once ``measured`` iterations were run
-        and the verdict on them reads ``reading``."""
+        in ``elapsed`` seconds of window and the verdict on them reads ``reading``."""
         if self.fixed is not None:
             return StopReason.FIXED
         if out_of_time or (self.max_iterations is not None and measured >= self.max_iterations):
@@ -120,19 +145,27 @@ class RunPolicy:
             confirm_at = checkpoint.confirm_at
             if confirm_at is None:
                 confirm_at = self._capped(CONFIRM_GROWTH * measured)
-            elif measured >= confirm_at:
-                last = max(shortest, confirm_at)
-                if measured >= last or reading is Reading.FAIL_AMPLE:
-                    return StopReason.CLEAR
-                confirm_at = last
-            return Checkpoint(confirm_at, confirm_at)
-        if reading is Reading.PASS and measured >= shortest:
+                return Checkpoint(confirm_at, confirm_at)
+            if self.stands(measured, elapsed) or reading is Reading.FAIL_AMPLE:
+                return StopReason.CLEAR
+            last = max(shortest, confirm_at)
+            return Checkpoint(last, last, by=SHORTEST_SECONDS)
+        if reading is Reading.PASS and self.stands(measured, elapsed):
             return StopReason.CLEAR
-        at = self._capped(math.ceil(checkpoint.at * CHECKPOINT_GROWTH))
+        at = self._capped(math.ceil(measured * CHECKPOINT_GROWTH))
         if reading is Reading.PASS:
             # Flat so far: nothing to judge before the shortest verdict.
-            at = max(at, shortest)
+            return Checkpoint(max(at, shortest), by=SHORTEST_SECONDS)
         return Checkpoint(at)
+
+    def reference(self, measured: int, elapsed: float, max_seconds: float) -> int:
+        """The run length the pass rule assumes: the most iterations, or, for an uncapped
+        auto run whose calls are slow, the calls that fit in ``max_seconds`` at the pace so
+        far (a longer run cannot be made, so no growth over it can be ruled out or in)."""
+        most = self.most_iterations
+        if self.capped or measured <= 0 or elapsed <= 0:
+            return most
+        return max(FEWEST_CALLS, min(most, math.floor(max_seconds * measured / elapsed)))
 
 
 def reading_of(verdict: Verdict) -> Reading:

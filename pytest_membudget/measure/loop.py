@@ -17,7 +17,7 @@ import numpy as np
 
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
-from pytest_membudget.judge.policy import RunPolicy, reading_of
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import judge, witnesses
 from pytest_membudget.measure.gcpolicy import GarbageCollection
@@ -124,6 +124,9 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
     zero = clock() * 0.0
     begin, end, body = clock(), clock(), zero + 0.0
     stride.body_total, stride.costs = zero + 0.0, zero + 0.0
+    # The window's clock, set before the first sample for the same reason.
+    m.window_began, m.window_seconds = clock(), zero + 0.0
+    due_time = m.window_began + checkpoint.by
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
@@ -140,17 +143,20 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
         body += end - begin
         m.measured += 1
         out_of_time = auto and end > deadline
-        if since >= every or m.measured >= at or out_of_time:
+        due = m.measured >= at or (end >= due_time and m.measured >= FEWEST_CALLS)
+        if since >= every or due or out_of_time:
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-        if m.measured < at and not out_of_time:
+        if not due and not out_of_time:
             continue
-        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()))
+        m.window_seconds = end - m.window_began
+        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()),
+                            m.window_seconds)
         if isinstance(step, StopReason):
             m.stopped = step
             return iteration
-        checkpoint, at = step, step.at
+        checkpoint, at, due_time = step, step.at, m.window_began + step.by
         every = stride.rethink(m.measured)
         # Samples until the next checkpoint: one per stride, one there, one if time runs out.
         while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():

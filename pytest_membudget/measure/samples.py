@@ -38,6 +38,10 @@ class Measurement:
     phase: Phase = Phase.WARMUP
     started: float = 0.0
     seconds: float = 0.0
+    #: When the window's first iteration began, and the seconds of window at the latest
+    #: judgement (the pass rule's run length follows the pace of slow calls).
+    window_began: float = 0.0
+    window_seconds: float = 0.0
     stopped: StopReason = StopReason.RUNNING
     verdict: Verdict | None = None
     #: The sampling stride of the window (set when the warm-up ends).
@@ -74,7 +78,8 @@ class Measurement:
 
     def longest_tail(self) -> float:
         """The judged tail of the run length the pass rule assumes."""
-        total = RunPolicy.for_run(self.spec.run).most_iterations
+        total = RunPolicy.for_run(self.spec.run).reference(
+            self.measured, self.window_seconds, self.spec.run.max_seconds)
         return max(total - total // 2, 1)
 
     def fits(self, samples: int) -> bool:

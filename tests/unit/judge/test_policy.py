@@ -7,7 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from pytest_membudget.judge.policy import (
+    FEWEST_CALLS,
     MIN_VERDICT_ITERATIONS,
+    SHORTEST_SECONDS,
     Checkpoint,
     Reading,
     RunPolicy,
@@ -102,10 +104,11 @@ def test_a_fixed_run_stops_at_its_count_whatever_the_verdict(reading: Reading) -
 
 
 def test_first_checkpoint_and_most_iterations() -> None:
-    assert AUTO.first() == Checkpoint(64) and AUTO.most_iterations == 2000
+    assert AUTO.first() == Checkpoint(64, by=SHORTEST_SECONDS / 2)
+    assert AUTO.most_iterations == 2000
     fixed = RunPolicy(fixed=50, min_iterations=64, max_iterations=2000)
     assert fixed.first() == Checkpoint(50) and fixed.most_iterations == 50
-    assert RunPolicy(fixed=None, min_iterations=64, max_iterations=40).first() == Checkpoint(40)
+    assert RunPolicy(fixed=None, min_iterations=64, max_iterations=40).first().at == 40
 
 
 UNCAPPED = RunPolicy(fixed=None, min_iterations=64, max_iterations=None)
@@ -125,3 +128,66 @@ def test_without_a_cap_a_late_failure_is_confirmed_far_past_the_reference_length
 def test_without_a_cap_the_shortest_verdict_and_the_storage_are_the_reference_length() -> None:
     assert drive(UNCAPPED, lambda n: P) == ([64, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
     assert UNCAPPED.most_iterations == 2000 and not UNCAPPED.capped
+
+
+# Heavy steps: the same rules, counted in seconds of work where 640 calls would take longer.
+
+
+def drive_timed(policy: RunPolicy, reading: Callable[[int], Reading],
+                per_call: float) -> tuple[list[int], StopReason, float]:
+    """As :func:`drive`, for calls of ``per_call`` seconds: each checkpoint is reached at its
+    count or at its time, whichever comes first. Returns the seconds of window too."""
+    checkpoint = policy.first()
+    measured, seen = 0, []
+    while True:
+        measured += 1
+        while not checkpoint.due(measured, measured * per_call):
+            measured += 1
+        seen.append(measured)
+        step = policy.after(checkpoint, measured, False, reading(measured), measured * per_call)
+        if isinstance(step, StopReason):
+            return seen, step, measured * per_call
+        checkpoint = step
+
+
+@pytest.mark.parametrize("per_call", [0.0003, 0.005])
+def test_fast_steps_keep_the_counts_of_calls(per_call: float) -> None:
+    assert drive_timed(AUTO, lambda n: P, per_call)[:2] == (
+        [64, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+    assert drive_timed(AUTO, lambda n: F, per_call)[:2] == (
+        [64, 128, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+
+
+@pytest.mark.parametrize("per_call", [0.01, 0.05, 0.1, 0.5])
+def test_a_heavy_leak_is_confirmed_within_the_shortest_seconds(per_call: float) -> None:
+    seen, stop, seconds = drive_timed(AUTO, lambda n: F, per_call)
+    assert stop is StopReason.CLEAR and seen[1] == 2 * seen[0]
+    assert seconds <= max(SHORTEST_SECONDS, 2 * FEWEST_CALLS * per_call) + per_call
+
+
+@pytest.mark.parametrize("per_call", [0.01, 0.05, 0.1, 0.5])
+def test_a_clean_heavy_step_passes_once_its_seconds_are_spent(per_call: float) -> None:
+    seen, stop, seconds = drive_timed(AUTO, lambda n: P, per_call)
+    assert stop is StopReason.CLEAR and len(seen) <= 2
+    assert seen[-1] >= FEWEST_CALLS
+    assert seconds >= SHORTEST_SECONDS or seen[-1] >= MIN_VERDICT_ITERATIONS
+
+
+def test_a_heavy_step_is_never_judged_on_fewer_than_the_fewest_calls() -> None:
+    seen, stop, _ = drive_timed(AUTO, lambda n: P, per_call=2.0)
+    assert seen == [FEWEST_CALLS] and stop is StopReason.CLEAR
+
+
+def test_a_heavy_failure_not_seen_again_is_no_leak() -> None:
+    # A cache that filled during the first seconds and stopped: fails at the first
+    # judgement, passes at its confirmation, passes again once the seconds are spent.
+    seen, stop, _ = drive_timed(AUTO, lambda n: F if n < 40 else P, per_call=0.1)
+    assert stop is StopReason.CLEAR and len(seen) >= 2
+
+
+def test_the_pass_rules_run_length_follows_the_pace_of_slow_calls() -> None:
+    assert UNCAPPED.reference(measured=100, elapsed=0.03, max_seconds=60.0) == 2000
+    assert UNCAPPED.reference(measured=60, elapsed=6.0, max_seconds=60.0) == 600
+    assert UNCAPPED.reference(measured=30, elapsed=120.0, max_seconds=60.0) == FEWEST_CALLS
+    capped = RunPolicy(fixed=None, min_iterations=64, max_iterations=500)
+    assert capped.reference(measured=60, elapsed=6.0, max_seconds=60.0) == 500

@@ -1,0 +1,141 @@
+"""Time to a verdict on heavy steps: 10, 50 and 100 ms of numpy work per call, clean or keeping
+4 KiB or 64 KiB per call, each test at the plugin's defaults with ``rss=0``.
+
+    python bench/heavy_steps.py [--repeats 3] [--steps 10,50,100] [--variants clean,4k,64k]
+                                [--plugin-from DIR] [--json PATH]
+
+Each run is a fresh pytest process on one generated test. The step is busy for its length on
+the wall clock (small matrix products, their temporaries freed), so a loaded machine does less
+work per call but the same number of calls per second; a leaking step keeps a filled array
+per call. Printed per case: the verdict (F failed, . passed clearly, I passed with an
+inconclusive line, E anything else), the measured calls, and the test's call-phase seconds,
+with the median over repeats and the targets of the heavy-step rule:
+
+- a leak of 64 KiB/call fails within 10 s at every step length, 4 KiB/call within 30 s;
+- a clean 50 ms step passes clearly within 20 s, a clean 100 ms step within 40 s.
+
+``--plugin-from DIR`` runs the copy of ``pytest_membudget/`` in DIR instead of the installed
+one (to measure a version before a change beside the one after it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {"clean": 0, "4k": 4 * 1024, "64k": 64 * 1024}
+#: Seconds within which the verdict must stand: (step ms, variant) -> seconds.
+TARGETS = {(ms, "64k"): 10.0 for ms in (10, 50, 100)}
+TARGETS.update({(ms, "4k"): 30.0 for ms in (10, 50, 100)})
+TARGETS.update({(50, "clean"): 20.0, (100, "clean"): 40.0})
+
+TEST = '''\
+import time
+
+import numpy as np
+import pytest
+
+KEEP = []
+A = np.random.default_rng(0).random((48, 48))
+
+
+def step():
+    deadline = time.perf_counter() + {seconds!r}
+    while time.perf_counter() < deadline:
+        (A @ A).sum()
+    if {leak}:
+        KEEP.append(np.ones({leak} // 8))
+
+
+@pytest.mark.membudget(rss=0)
+def test_step(membudget):
+    membudget.run(step)
+'''
+
+CONFTEST = '''\
+import json
+from pathlib import Path
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call":
+        return
+    record = {"outcome": report.outcome, "duration": report.duration,
+              "membudget": getattr(report, "membudget", None)}
+    with Path(__file__).with_name("result.json").open("w") as out:
+        json.dump(record, out)
+'''
+
+
+def run_once(ms: int, variant: str, plugin_from: str | None) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="membudget-heavy-") as directory:
+        folder = Path(directory)
+        (folder / "test_heavy.py").write_text(
+            TEST.format(seconds=ms / 1000.0, leak=VARIANTS[variant]))
+        (folder / "conftest.py").write_text(CONFTEST)
+        (folder / "pytest.ini").write_text("[pytest]\n")
+        env = dict(os.environ)
+        if plugin_from:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [plugin_from,
+                                                              env.get("PYTHONPATH")]))
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+             "no:randomly", "test_heavy.py"], cwd=folder, env=env, capture_output=True,
+            text=True, timeout=300)
+        result = folder / "result.json"
+        if not result.exists():
+            return {"verdict": "E", "calls": 0, "seconds": float("nan"),
+                    "output": done.stdout[-2000:]}
+        record = json.loads(result.read_text())
+    data = record.get("membudget") or {}
+    verdict = ("F" if record["outcome"] == "failed" else
+               "I" if data.get("inconclusive") else
+               "." if record["outcome"] == "passed" else "E")
+    return {"verdict": verdict, "calls": data.get("iterations", 0),
+            "seconds": record["duration"], "stopped": data.get("stopped")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", default="10,50,100")
+    parser.add_argument("--variants", default="clean,4k,64k")
+    parser.add_argument("--plugin-from", default=None)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    cases = [(int(ms), variant) for ms in args.steps.split(",")
+             for variant in args.variants.split(",")]
+    runs: dict[str, list[dict[str, object]]] = {f"{ms}ms/{v}": [] for ms, v in cases}
+    for repeat in range(args.repeats):
+        for ms, variant in cases:
+            run = run_once(ms, variant, args.plugin_from)
+            runs[f"{ms}ms/{variant}"].append(run)
+            print(f"  repeat {repeat + 1}/{args.repeats} {ms:>4} ms {variant:<6} "
+                  f"{run['verdict']} calls={run['calls']} {run['seconds']:.1f} s", flush=True)
+    print(f"\n{'step':>6} {'variant':<7} {'verdicts':<9} {'calls (median)':>14} "
+          f"{'seconds (median)':>16} {'target':>8}")
+    for ms, variant in cases:
+        found = runs[f"{ms}ms/{variant}"]
+        calls = statistics.median(float(str(r["calls"])) for r in found)
+        seconds = statistics.median(float(str(r["seconds"])) for r in found)
+        target = TARGETS.get((ms, variant))
+        wanted = "F" if variant != "clean" else "."
+        verdicts = "".join(str(r["verdict"]) for r in found)
+        met = ("-" if target is None else
+               "met" if seconds <= target and set(verdicts) == {wanted} else "MISSED")
+        shown = f"{target:.0f} s {met}" if target is not None else "-"
+        print(f"{ms:>4}ms {variant:<7} {verdicts:<9} {calls:>14.0f} {seconds:>16.1f} {shown:>8}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
