@@ -89,6 +89,9 @@ class RunPolicy:
     #: No auto verdict, pass or fail, stands on fewer measured iterations (unless
     #: max_iterations is lower).
     shortest: int = MIN_VERDICT_ITERATIONS
+    #: Sample after every call, whatever a sample costs beside the call (the sweep's
+    #: confirmation: a short run whose checkpoints must each see a full tail).
+    every_call: bool = False
 
     @classmethod
     def for_run(cls, run: RunSettings) -> RunPolicy:

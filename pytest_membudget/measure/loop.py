@@ -59,11 +59,13 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
 
 
 def measure(
-    spec: BudgetSpec, probes: dict[str, Probe], state: Measurement | None = None
+    spec: BudgetSpec, probes: dict[str, Probe], state: Measurement | None = None,
+    policy: RunPolicy | None = None,
 ) -> Generator[int, None, Measurement]:
-    """Yield the iteration numbers to run; return the finished measurement."""
+    """Yield the iteration numbers to run; return the finished measurement. ``policy``: how
+    long to run, when the spec's settings do not say it all (the sweep's confirmation)."""
     m = state or Measurement(spec, probes, capacity_for(spec))
-    policy = RunPolicy.for_run(spec.run)
+    policy = policy or RunPolicy.for_run(spec.run)
     probe_set = ProbeSet(probes)
     collection = GarbageCollection(spec.run.gc)
     sample = probe_set.sampler(m, collection.collect)
@@ -104,7 +106,8 @@ def _warm_up(m: Measurement, sample: Sample,
         sample(iteration + 1, elapsed)
     m.warmup_done = len(times)
     iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
-    m.stride = Stride(iteration_cost, Stride.most_for(policy.most_iterations, not policy.auto))
+    most = 1 if policy.every_call else Stride.most_for(policy.most_iterations, not policy.auto)
+    m.stride = Stride(iteration_cost, most)
     return len(times), m.stride
 
 

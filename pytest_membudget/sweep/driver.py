@@ -14,14 +14,21 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, RunPolicy
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SweepOutcome, describe
-from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
+from pytest_membudget.sweep.screen import (
+    EXACT_SHORTEST,
+    SCREEN_CALLS,
+    SCREEN_PROBES,
+    SCREEN_WARMUP,
+    STEADY_PROBES,
+    flagged,
+)
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -60,8 +67,8 @@ Steps = Generator[None, None, T]
 
 
 def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseException], ...],
-           *, unmeasured: int = 0, storage: type[Measurement] = Measurement
-           ) -> Steps[Repetition]:
+           *, unmeasured: int = 0, storage: type[Measurement] = Measurement,
+           policy: RunPolicy | None = None) -> Steps[Repetition]:
     """Yield once per call of the body: ``unmeasured`` calls, then as measure.loop.measure
     asks, sampling ``names``. A call's exception of ``catch``, thrown in by the driver, stops
     the repeats and is handed back instead of raised."""
@@ -72,7 +79,7 @@ def repeat(spec: BudgetSpec, names: tuple[str, ...], catch: tuple[type[BaseExcep
         for _ in range(unmeasured):
             yield
             done.calls += 1
-        loop = measure(spec, probes, m)
+        loop = measure(spec, probes, m, policy)
         try:
             for _ in loop:
                 yield
@@ -148,6 +155,19 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                                        strict=False))
 
 
+def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
+    """How long the full verdict runs. Growth the screen saw on every call of an exact counter
+    (``py_blocks``, ``malloc``: STEADY_PROBES) is confirmed on EXACT_SHORTEST calls instead of
+    the shortest verdict's 640, sampled after every call as the screen was: the sweep's
+    repeats call the test with the same arguments, so a cache keyed by them is full after the
+    first call, and a buffer that still fills after the screen must stop within about half of
+    these calls to pass."""
+    policy = RunPolicy.for_run(spec.run)
+    if flagged and all(name in STEADY_PROBES for name in flagged):
+        return replace(policy, shortest=min(policy.shortest, EXACT_SHORTEST), every_call=True)
+    return policy
+
+
 def sweep_test(body: Callable[[], object], **settings: Any) -> SweepOutcome:
     """Screen ``body`` (the test's call with its fixtures bound), then judge it fully if the
     screen flags it; ``settings`` as :func:`sweep_steps` takes them."""
@@ -193,8 +213,9 @@ def sweep_steps(
     left = allowed - ending.elapsed()
     if left <= 0:
         return ending.cut_short()
-    full = yield from repeat(full_spec(run, outcome.flagged, defaults, left),
-                             tuple(outcome.flagged), catch)
+    spec = full_spec(run, outcome.flagged, defaults, left)
+    full = yield from repeat(spec, tuple(outcome.flagged), catch,
+                             policy=confirmation_policy(spec, outcome.flagged))
     outcome.calls += full.calls
     if full.error is not None and full.measurement.phase is not Phase.EVIDENCE:
         return ending.not_repeatable(full, screen.calls)

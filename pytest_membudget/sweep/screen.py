@@ -47,6 +47,13 @@ class Step:
 
 
 #: The reading of each probe.
+#: Exact counters whose screen rule asks for growth on every call: growth they show is no
+#: page rounding and no wandering free list, and the full verdict confirms it sooner.
+STEADY_PROBES = frozenset({"py_blocks", "malloc"})
+#: Calls on which the full verdict confirms growth of STEADY_PROBES alone (see
+#: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
+EXACT_SHORTEST = 128
+
 RULES: dict[str, Step] = {
     "py_blocks": Step(1.0),
     "malloc": Step(1.0),

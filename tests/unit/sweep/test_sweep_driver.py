@@ -3,11 +3,16 @@ time it allows itself, and the repeats that stop it. Its flag and parsing are at
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable
+
 import pytest
 
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
 from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
-from pytest_membudget.sweep.driver import sweep_test
+from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
+from pytest_membudget.sweep.screen import EXACT_SHORTEST, STEADY_PROBES
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 
@@ -84,3 +89,33 @@ def test_an_empty_body_reads_flat_from_the_first_call() -> None:
     series = done.measurement.window()[1]
     assert {name: np.diff(values).tolist() for name, values in series.items()} == {
         "py_blocks": [0.0] * 12, "gc_objects": [0.0] * 12}
+
+
+def test_steady_growth_of_an_exact_counter_is_confirmed_on_fewer_calls() -> None:
+    spec = full_spec(default_run(), {"py_blocks": 3.0}, (), 10.0)
+    assert confirmation_policy(spec, {"py_blocks": 3.0}).shortest == EXACT_SHORTEST
+    assert confirmation_policy(spec, {"py_blocks": 3.0, "malloc": 90.0}).shortest == (
+        EXACT_SHORTEST)
+    # A coarse probe among the flagged ones keeps the shortest verdict of a marked test.
+    assert confirmation_policy(spec, {"py_blocks": 3.0, "rss": 4096.0}).shortest == (
+        MIN_VERDICT_ITERATIONS)
+    assert confirmation_policy(spec, {"threads": 1.0}).shortest == MIN_VERDICT_ITERATIONS
+
+
+@pytest.mark.parametrize(("keep", "most"), [
+    (lambda: [[]], EXACT_SHORTEST),  # three blocks a call: plain at the first judgement
+    (lambda: [], MIN_VERDICT_ITERATIONS // 2),  # one block a call: 64 of them need 128 calls
+])
+def test_a_python_leak_is_confirmed_on_fewer_calls_than_a_marked_test(
+        keep: Callable[[], object], most: int) -> None:
+    kept: list[object] = []
+    outcome = sweep(lambda: kept.append(keep()))
+    assert outcome.verdict is SweepVerdict.LEAK and set(outcome.flagged) <= STEADY_PROBES
+    assert outcome.result is not None and outcome.result.iterations <= most
+
+
+@pytest.mark.parametrize("size", [40, 90])
+def test_a_buffer_that_stops_filling_soon_after_the_screen_is_no_leak(size: int) -> None:
+    buffer: collections.deque[object] = collections.deque(maxlen=size)
+    outcome = sweep(lambda: buffer.append([]))
+    assert outcome.verdict is not SweepVerdict.LEAK, outcome.to_dict()
