@@ -52,13 +52,16 @@ def workers(count: int = WORKERS) -> Iterator[None]:
 
 
 def psutil_children_uss() -> float:
-    """children_uss the way psutil reads it: every process's parent, then memory_full_info."""
+    """children_uss the way psutil reads it: every process's parent, then its USS
+    (memory_full_info, or memory_footprint from psutil 8.0 on)."""
     import psutil
+
+    from pytest_membudget.probes.psutil_compat import uss_reader
 
     total = 0
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
-            total += child.memory_full_info().uss
+            total += uss_reader(child)()
     return float(total)
 
 

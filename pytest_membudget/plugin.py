@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget import distributed
+from pytest_membudget import distributed, interpreter
 from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
-from pytest_membudget.vocabulary import SweepMode
+from pytest_membudget.vocabulary import GcPolicy, SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
@@ -127,9 +127,19 @@ def _warn_device_wide(item: pytest.Item, spec: BudgetSpec) -> None:
         "of every worker on the GPU. The other cuda_* probes are per process."))
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What in this interpreter differs from what the plugin's verdicts are made on: nothing
+    on most, one line each where something does (see :mod:`pytest_membudget.interpreter`)."""
+    return [f"membudget: {note}" for note in interpreter.notes(interpreter.GC)]
+
+
 def _skip_unavailable(spec: BudgetSpec, nodeid: str, require_cuda: bool) -> None:
     from pytest_membudget.probes import create
 
+    if spec.run.gc is GcPolicy.COLLECT:
+        reason = interpreter.gc_collect_reason(interpreter.GC)
+        if reason:
+            pytest.skip(f"membudget: gc='collect' cannot be honoured here: {reason}")
     for name in spec.probes:
         reason = create(name, {"device": spec.run.device}).unavailable()
         if not reason:

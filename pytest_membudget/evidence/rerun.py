@@ -30,6 +30,7 @@ from pytest_membudget.evidence.sites import (
     growing_sites,
 )
 from pytest_membudget.evidence.tasks import TaskWatch
+from pytest_membudget.interpreter import GC
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
@@ -86,7 +87,9 @@ def collect(
     state = _Before(started, memory, tasks, type_counts() if memory else Counter())
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
-    gc.freeze()
+    frozen = GC.freezes
+    if frozen:
+        gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
         tracemalloc.start(TRACE_FRAMES)
@@ -95,7 +98,8 @@ def collect(
     finally:
         if own_tracer:
             tracemalloc.stop()
-        gc.unfreeze()
+        if frozen:
+            gc.unfreeze()
         if tasks is not None:
             tasks.stop()
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 
-import psutil
-
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.procfs import ProcFile, has_procfs, libc_function
+from pytest_membudget.probes.psutil_compat import (
+    rss_reader,
+    this_process,
+    uss_reader,
+    uss_unavailable,
+)
 
 
 def release_free_memory() -> None:
@@ -58,12 +62,12 @@ class RssProbe(Probe):
             self._page = os.sysconf("SC_PAGE_SIZE")
         else:
             self._statm = None
-            self._process = psutil.Process()
+            self._rss = rss_reader(this_process())
 
     def read(self) -> float:
         if self._statm is not None:
             return float(int(self._statm.read(128).split()[1]) * self._page)
-        return float(self._process.memory_info().rss)
+        return float(self._rss())
 
     def stop(self) -> None:
         if self._statm is not None:
@@ -78,11 +82,14 @@ class UssProbe(Probe):
     def before_window(self) -> None:
         release_free_memory()
 
+    def unavailable(self) -> str | None:
+        return uss_unavailable()
+
     def start(self) -> None:
-        self._process = psutil.Process()
+        self._uss = uss_reader(this_process())
 
     def read(self) -> float:
-        return float(self._process.memory_full_info().uss)
+        return float(self._uss())
 
 
 PROBE_CLASSES: dict[str, type[Probe]] = {"rss": RssProbe, "uss": UssProbe}

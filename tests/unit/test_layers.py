@@ -23,6 +23,7 @@ PACKAGE = ROOT / "pytest_membudget"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary",),
     ("catalog",),
+    ("interpreter",),  # what the plugin assumes of the running interpreter, checked
     ("judge",),
     ("evidence",),
     ("probes",),

@@ -1,0 +1,153 @@
+"""What the plugin assumes of the running interpreter, stated in one place and checked once, at
+import.
+
+The garbage collector. Two assumptions, each checked on a few new objects while everything
+older is frozen, so that no collection walks the heap (counting the frozen objects does, once:
+about 10 ms for 34,000 objects):
+
+1. ``gc.collect()``, without an argument, collects every unreachable cycle that is not frozen
+   before it returns. With ``gc="collect"`` each sample of the window follows one, so that
+   cycles waiting for the collector never read as growth.
+2. ``gc.freeze()`` takes every tracked object out of ``gc.get_objects()`` (without an
+   argument) and counts it in ``gc.get_freeze_count()``; ``gc.unfreeze()`` gives it back. The
+   window and the evidence freeze what came before them, so that their collections walk only
+   what they made; the ``gc_objects`` probe counts ``get_objects()`` plus the freeze count,
+   the same total frozen or not.
+
+Where the first does not hold, a test that asks for ``gc="collect"`` is skipped with the
+reason; where the second does not hold, nothing is frozen (collections walk the whole heap:
+slower, with the same verdicts). Neither is ever taken on trust once the check failed.
+
+Not assumed: how many generations there are, what ``gc.collect(n)`` or ``gc.get_objects(n)``
+do for a given ``n``, the thresholds, or when the collector runs by itself. Python 3.14.0 to
+3.14.4 changed all of these (an incremental collector: ``gc.collect(1)`` runs one increment,
+``gc.get_objects(1)`` is empty); the kind of collector found is reported, not relied on.
+
+Free-threaded builds (``Py_GIL_DISABLED``) allocate every Python object, and the raw domain
+too, from mimalloc: glibc's counters (the ``malloc`` probe) see none of it, and
+``sys.getallocatedblocks()`` (``py_blocks``) visits every thread's heap.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import sysconfig
+import weakref
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GcFacts:
+    """What the check found. ``collects``/``freezes``: whether assumption 1/2 holds (True
+    also where it could not be checked: see ``checked``)."""
+
+    collects: bool
+    freezes: bool
+    #: "generational", "incremental" or "free-threaded"; "unknown" where not checked.
+    kind: str
+    #: False where the check could not run: objects were frozen already, and thawing them to
+    #: check would undo a freeze the program made on purpose.
+    checked: bool = True
+
+
+class _Node:
+    """A container the collector tracks and a weak reference can follow."""
+
+    other: object = None
+
+
+def _cycle() -> weakref.ref[_Node]:
+    first, second = _Node(), _Node()
+    first.other, second.other = second, first
+    return weakref.ref(first)
+
+
+def check_gc() -> GcFacts:
+    """Check the assumptions of the module's docstring on this interpreter."""
+    if not all(hasattr(gc, name) for name in ("freeze", "unfreeze", "get_freeze_count")):
+        return GcFacts(collects=_collects_a_cycle(), freezes=False, kind="unknown")
+    if gc.get_freeze_count():
+        return GcFacts(collects=True, freezes=True, kind="unknown", checked=False)
+    callbacks = gc.callbacks[:]
+    gc.callbacks.clear()  # other libraries' callbacks stay out of the check's collections
+    try:
+        gc.freeze()
+        try:
+            freezes = _freeze_counts()
+            collects = _collects_a_cycle()
+            kind = _collector_kind()
+        finally:
+            gc.unfreeze()
+        freezes = freezes and gc.get_freeze_count() == 0
+    finally:
+        gc.callbacks[:] = callbacks
+    return GcFacts(collects=collects, freezes=freezes, kind=kind)
+
+
+def _freeze_counts() -> bool:
+    """Right after ``gc.freeze()``: the frozen objects are counted and no longer listed."""
+    frozen = gc.get_freeze_count()
+    return frozen > 0 and len(gc.get_objects()) < frozen
+
+
+def _collects_a_cycle() -> bool:
+    ref = _cycle()
+    gc.collect()
+    return ref() is None
+
+
+def _collector_kind() -> str:
+    """A survivor of a young collection is in generation 1 of a generational collector, and
+    nowhere the generation's number finds in an incremental one."""
+    if free_threaded():
+        return "free-threaded"
+    survivor = _Node()
+    gc.collect(0)
+    found = any(obj is survivor for obj in gc.get_objects(1))
+    return "generational" if found else "incremental"
+
+
+def free_threaded() -> bool:
+    """A build without the GIL (``python3.13t``): the allocator differs even where the GIL
+    was turned back on."""
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def gil_enabled() -> bool:
+    is_enabled = getattr(sys, "_is_gil_enabled", None)
+    return True if is_enabled is None else bool(is_enabled())
+
+
+def gc_collect_reason(facts: GcFacts) -> str | None:
+    """Why ``gc="collect"`` cannot be honoured here, or None."""
+    if facts.collects:
+        return None
+    return ("gc.collect() left a fresh reference cycle uncollected on this interpreter "
+            f"(Python {sys.version.split()[0]}), so cycles waiting for the collector would "
+            "read as growth; set gc='off' to measure with the collector left alone")
+
+
+def notes(facts: GcFacts) -> list[str]:
+    """One line each on what in this interpreter differs from what most users run."""
+    found = []
+    if free_threaded():
+        found.append("free-threaded build (GIL "
+                     f"{'enabled' if gil_enabled() else 'disabled'}): Python memory comes "
+                     "from mimalloc, so the malloc probe sees none of it, and py_blocks "
+                     "visits every thread's heap (its cost grows with the heap)")
+    if facts.kind == "incremental":
+        found.append("incremental garbage collector (Python 3.14.0 to 3.14.4): with "
+                     "gc='off', cyclic garbage waits longer for the collector and can read "
+                     "as growth over a short window; gc='collect' (the default) is unaffected")
+    if not facts.freezes:
+        found.append("gc.freeze() does not take objects out of the collector's reach here: "
+                     "nothing is frozen, so each collection walks the whole heap (slower, "
+                     "same verdicts)")
+    reason = gc_collect_reason(facts)
+    if reason:
+        found.append(f"tests with gc='collect' are skipped: {reason}")
+    return found
+
+
+GC = check_gc()
