@@ -15,18 +15,36 @@ synthetic; the behaviour is torch's:
   switching recording off clears the trace;
 - backend ``cudaMallocAsync``: only the all-pool totals are booked, every pool, block,
   segment and retry figure reads 0; history and snapshots raise;
-- expandable segments: one segment per pool, grown in place: the segment count stays put.
+- expandable segments: one segment per pool, grown in place: the segment count stays put;
+  the snapshot's ``allocator_settings`` say whether they are on (torch 2.5 and later), and
+  ``_accelerator_getAllocatorSettings`` returns the settings string last set, which need not
+  name them;
+- the caching allocator off (``caching=False``, or PYTORCH_NO_CUDA_MEMORY_CACHING set when
+  the fake is made, or ``caching_allocator_enable(False)``): allocations bypass it, so
+  ``memory_stats`` stays at 0 and snapshots hold no block;
+- blocks allocated in backward (``backward``), on the autograd engine's thread: no Python
+  frame (``frames: []`` under ``stacks="python"``; C++ frames only under ``"all"``), and,
+  where asked (``forward_frames=True``, as newer torch records in anomaly mode), the forward's
+  stack as formatted strings, outermost first;
+- torch 2.0 (``legacy=True``): ``_record_memory_history`` takes a bool and none of 2.1's
+  arguments, there is no ``_cuda_isHistoryEnabled``, and snapshot blocks carry ``history``
+  (newest first) instead of ``address`` and ``frames``.
 
-A workload calls ``alloc``/``free``/``matmul``, or ``step()``: keep ``leak`` bytes allocated
-at LEAK_SITE, allocate and free a transient, and (``cublas=True``) run one matmul.
+A workload calls ``alloc``/``free``/``matmul``/``backward``, or ``step()``: keep ``leak``
+bytes allocated at LEAK_SITE, allocate and free a transient, and (``cublas=True``) run one
+matmul. ``alloc(stack=...)`` gives the Python frames in full (innermost first), for stacks
+through libraries.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
+
+from support.fake_snapshot import snapshot_of
 
 MiB = 1024**2
 SMALL_LIMIT = MiB
@@ -36,6 +54,18 @@ CONTEXT = 512 * MiB
 TOTAL = 80 * 1024**3
 TORCH_FRAME = {"filename": "/site-packages/torch/nn/modules/linear.py", "line": 125,
                "name": "forward"}
+ENGINE_FRAMES = [  # what a stacks="all" recording symbolises on the autograd engine's thread
+    {"name": "c10::cuda::CUDACachingAllocator::Native::malloc", "filename": "??", "line": 0},
+    {"name": "torch::autograd::Engine::evaluate_function", "filename":
+     "/pytorch/torch/csrc/autograd/engine.cpp", "line": 1206},
+    {"name": "torch::autograd::Engine::thread_main", "filename":
+     "/pytorch/torch/csrc/autograd/engine.cpp", "line": 354},
+    {"name": "??", "filename": "??", "line": 0},
+]
+OUTER_FRAMES = [  # beneath every workload line: pytest's own frames
+    {"filename": "/venv/lib/python3.11/site-packages/_pytest/python.py", "line": 157,
+     "name": "pytest_pyfunc_call"},
+]
 LEAK_SITE = ("/work/project/rssm.py", 42, "observe")
 MATMUL_SITE = ("/work/project/rssm.py", 40, "observe")
 TRANSIENT_SITE = ("/work/project/rssm.py", 41, "observe")
@@ -57,6 +87,8 @@ class Block:
     size: int
     device: int
     frames: list[dict[str, Any]] = field(default_factory=list)
+    stream: int = 0
+    forward_frames: list[str] = field(default_factory=list)
 
     @property
     def pool(self) -> str:
@@ -82,7 +114,8 @@ class FakeDevice:
 
 class FakeAllocator:
     def __init__(self, leak: int, backend: str = "native", expandable: bool = False,
-                 cublas: bool = False, devices: int = 1, workspace: int = WORKSPACE) -> None:
+                 cublas: bool = False, devices: int = 1, workspace: int = WORKSPACE,
+                 caching: bool = True, legacy: bool = False) -> None:
         self.leak = leak
         #: 32 MiB on Hopper; 1 MiB (small pool) for the cuBLASLt workspace when it is not
         #: unified with cuBLAS's (TORCH_CUBLASLT_UNIFIED_WORKSPACE=0).
@@ -91,9 +124,14 @@ class FakeAllocator:
         self.expandable = expandable
         self.cublas = cublas
         self.devices = devices
+        #: torch reads PYTORCH_NO_CUDA_MEMORY_CACHING once, set to any value.
+        self.caching = caching and os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") is None
+        self.legacy = legacy
         self.initialised = False
         self.current = 0
         self.blocks: dict[int, Block] = {}
+        #: Allocations made past the caching allocator (cudaMalloc): no figure, no snapshot.
+        self.uncached: dict[int, Block] = {}
         self.next_address = 0x7F0000000000
         self.reserved = [0] * devices
         self.segments = [0] * devices
@@ -108,27 +146,64 @@ class FakeAllocator:
         self.synced = 0
         self.cleared = 0
         self.snapshots = 0
+        #: The settings string last set (torch returns it as it was given).
         self.settings = "expandable_segments:True" if expandable else ""
 
     # -- the workload's side ---------------------------------------------------------------
 
     def alloc(self, size: int, site: tuple[str, int, str] | None = None,
-              device: int | None = None) -> int:
+              device: int | None = None, stack: list[dict[str, Any]] | None = None,
+              stream: int = 0) -> int:
+        """``site``: the workload's line, beneath one of torch's; ``stack``: the Python frames
+        in full, innermost first."""
+        frames: list[dict[str, Any]] = []
+        if stack is not None:
+            frames = [dict(f) for f in stack]
+        elif site:
+            frames = [dict(TORCH_FRAME), {"filename": site[0], "line": site[1],
+                                          "name": site[2]}, *OUTER_FRAMES]
+        return self._allocate(size, device, frames if self._records() else [], stream)
+
+    def backward(self, size: int, forward_site: tuple[str, int, str] | None = None,
+                 forward_frames: bool = False, device: int | None = None) -> int:
+        """An allocation on the autograd engine's thread (in backward) for the op of
+        ``forward_site``: no Python frame; torch may keep the forward's stack."""
+        frames: list[dict[str, Any]] = []
+        if self._records() and self.recording and self.recording["stacks"] == "all":
+            frames = [dict(f) for f in ENGINE_FRAMES]
+        address = self._allocate(size, device, frames, 0)
+        if forward_frames and forward_site and self._records():
+            block = self.blocks.get(address)
+            if block is not None:
+                outer = f'  File "{OUTER_FRAMES[0]["filename"]}", line 157, in pytest_pyfunc_call\n'
+                block.forward_frames = [
+                    outer, f'  File "{forward_site[0]}", line {forward_site[1]}, in '
+                           f"{forward_site[2]}\n    h = self.cell(x, h)\n",
+                    f'  File "{TORCH_FRAME["filename"]}", line 125, in forward\n']
+        return address
+
+    def _records(self) -> bool:
+        return self.recording is not None and self.recording["context"] is not None
+
+    def _allocate(self, size: int, device: int | None, frames: list[dict[str, Any]],
+                  stream: int) -> int:
         self.initialised = True
         size = round_up(size, 512)
         address = self.next_address
         self.next_address += round_up(size, SEGMENT)
-        frames: list[dict[str, Any]] = []
-        if self.recording is not None and self.recording["context"] is not None and site:
-            frames = [dict(TORCH_FRAME), {"filename": site[0], "line": site[1],
-                                          "name": site[2]}]
-        block = Block(address, size, self.current if device is None else device, frames)
+        block = Block(address, size, self.current if device is None else device, frames,
+                      stream)
+        if not self.caching:
+            self.uncached[address] = Block(address, size, block.device)
+            return address
         self.blocks[address] = block
         self._record("alloc", block)
         self._reserve(block.device)
         return address
 
     def free(self, address: int) -> None:
+        if self.uncached.pop(address, None) is not None:
+            return
         block = self.blocks.pop(address)
         self._record("free_requested", block)
         self._record("free_completed", block)
@@ -218,35 +293,49 @@ class FakeAllocator:
             self.recording = None
             self.trace.clear()  # and the blocks keep their frames
             return
-        self.recording = {"enabled": enabled, "context": context}
+        self.recording = {"enabled": enabled, "context": context, "stacks": stacks}
         self.max_entries = max_entries if enabled == "all" else 1
         if clear_history:
             self.trace.clear()
 
-    def snapshot(self, device: Any = None) -> dict[str, Any]:
-        if self.backend != "native":
-            raise RuntimeError("cudaMallocAsync does not yet support snapshot.")
-        self.snapshots += 1  # every device at once, whatever ``device`` says
-        segments = []
-        for index in range(self.devices):
-            for pool in ("small", "large"):
-                blocks = [{"address": b.address, "size": b.size, "requested_size": b.size,
-                           "state": "active_allocated", "frames": [dict(f) for f in b.frames]}
-                          for b in self.blocks.values() if b.device == index and b.pool == pool]
-                if blocks:
-                    segments.append({"device": index, "segment_type": pool,
-                                     "is_expandable": self.expandable, "blocks": blocks})
-        return {"segments": segments, "device_traces": [list(self.trace)]}
+    def record_memory_history_2_0(self, enabled: bool, record_context: bool = True,
+                                  trace_alloc_max_entries: int = 1,
+                                  trace_alloc_record_context: bool = False,
+                                  device: Any = None, record_context_cpp: bool = False) -> None:
+        """torch 2.0's signature: a bool, and none of 2.1's ``context`` or ``stacks``."""
+        self.history_calls.append({"enabled": enabled, "legacy": True})
+        self.recording = ({"enabled": "state", "context": "state" if record_context else None,
+                           "stacks": "all" if record_context_cpp else "python"}
+                          if enabled else None)
+        self.max_entries = trace_alloc_max_entries
+
+    def set_settings(self, settings: str) -> None:
+        """``torch._C._accelerator_setAllocatorSettings``: the keys given take effect, the
+        others keep their values, and the string is kept as given."""
+        self.settings = settings
+        for item in settings.replace(" ", "").split(","):
+            key, _, value = item.partition(":")
+            if key == "expandable_segments":
+                self.expandable = value == "True"
 
     def mem_get_info(self, device: Any = None) -> tuple[int, int]:
-        used = CONTEXT + self.reserved[self._index(device)]
+        index = self._index(device)
+        direct = sum(b.size for b in self.uncached.values() if b.device == index)
+        used = CONTEXT + self.reserved[index] + direct
         return TOTAL - used, TOTAL
 
 
 def make(leak: int = 0, available: bool = True, backend: str = "native",
          expandable: bool = False, cublas: bool = False, devices: int = 1,
-         workspace: int = WORKSPACE) -> tuple[types.ModuleType, FakeAllocator]:
-    allocator = FakeAllocator(leak, backend, expandable, cublas, devices, workspace)
+         workspace: int = WORKSPACE, caching: bool = True, legacy: bool = False,
+         snapshot_settings: bool = True, settings_query: bool = True,
+         caching_query: bool = True) -> tuple[types.ModuleType, FakeAllocator]:
+    """A fake torch. ``legacy``: torch 2.0's history API and snapshot shape;
+    ``snapshot_settings``: the snapshot has ``allocator_settings`` (torch 2.5 and later);
+    ``settings_query``: ``torch._C._accelerator_getAllocatorSettings`` exists;
+    ``caching_query``: ``torch._C._cuda_cudaCachingAllocator_is_enabled`` exists."""
+    allocator = FakeAllocator(leak, backend, expandable, cublas, devices, workspace, caching,
+                              legacy)
     # The model's weights: allocated before any test, without history.
     for _ in range(8):
         allocator.alloc(512)
@@ -270,9 +359,15 @@ def make(leak: int = 0, available: bool = True, backend: str = "native",
     def empty(*size: int, device: Any = None, **_: Any) -> None:
         allocator.free(allocator.alloc(4 * max(1, *size), device=allocator._index(device)))
 
-    memory._record_memory_history = allocator.record_memory_history
-    memory._snapshot = allocator.snapshot
+    def caching_allocator_enable(value: bool = True) -> None:
+        if allocator.initialised:  # as torch: a no-op before CUDA is initialised
+            allocator.caching = value
+
+    memory._record_memory_history = (allocator.record_memory_history_2_0 if legacy
+                                     else allocator.record_memory_history)
+    memory._snapshot = lambda device=None: snapshot_of(allocator, snapshot_settings)
     memory.get_allocator_backend = lambda: allocator.backend
+    memory.caching_allocator_enable = caching_allocator_enable
     cuda.is_available = lambda: available
     cuda.is_initialized = lambda: allocator.initialised
     cuda.device_count = lambda: devices
@@ -287,9 +382,13 @@ def make(leak: int = 0, available: bool = True, backend: str = "native",
     torch.cuda = cuda  # type: ignore[attr-defined]
     torch.device = FakeDevice  # type: ignore[attr-defined]
     torch.empty = empty  # type: ignore[attr-defined]
-    torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
-        _cuda_clearCublasWorkspaces=allocator.clear_workspaces,
-        _cuda_isHistoryEnabled=lambda: allocator.recording is not None,
-        _accelerator_getAllocatorSettings=lambda: allocator.settings,
-    )
+    functions: dict[str, Any] = {"_cuda_clearCublasWorkspaces": allocator.clear_workspaces}
+    if not legacy:
+        functions["_cuda_isHistoryEnabled"] = lambda: allocator.recording is not None
+    if settings_query:
+        functions["_accelerator_getAllocatorSettings"] = lambda: allocator.settings
+        functions["_accelerator_setAllocatorSettings"] = allocator.set_settings
+    if caching_query:
+        functions["_cuda_cudaCachingAllocator_is_enabled"] = lambda: allocator.caching
+    torch._C = types.SimpleNamespace(**functions)  # type: ignore[attr-defined]
     return torch, allocator
