@@ -1,14 +1,35 @@
-"""The snapshot of the stand-in allocator of fake_torch.py, in the shapes torch writes: 2.1 and
-later (blocks with ``address`` and ``frames``, newer keys such as ``segment_pool_id``,
-``is_expandable`` and ``forward_frames``; ``allocator_settings`` from 2.5), and 2.0 (blocks
-with ``history``, newest first, and no address)."""
+"""What torch writes about the stand-in allocator of fake_torch.py: frames (Python, C++ on the
+autograd engine's thread, and ``forward_frames`` as formatted strings) and the snapshot, in
+torch 2.1 and later's shape (blocks with ``address`` and ``frames``, newer keys such as
+``segment_pool_id``, ``is_expandable`` and ``forward_frames``; ``allocator_settings`` from
+2.5) and torch 2.0's (blocks with ``history``, newest first, and no address)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from support.fake_torch import Block, FakeAllocator
+    from support.fake_allocator import Block, FakeAllocator
+
+ENGINE_FRAMES = [  # what a stacks="all" recording symbolises on the autograd engine's thread
+    {"name": "c10::cuda::CUDACachingAllocator::Native::malloc", "filename": "??", "line": 0},
+    {"name": "torch::autograd::Engine::evaluate_function", "filename":
+     "/pytorch/torch/csrc/autograd/engine.cpp", "line": 1206},
+    {"name": "torch::autograd::Engine::thread_main", "filename":
+     "/pytorch/torch/csrc/autograd/engine.cpp", "line": 354},
+    {"name": "??", "filename": "??", "line": 0},
+]
+OUTER_FRAMES = [  # beneath every workload line: pytest's own frames
+    {"filename": "/venv/lib/python3.11/site-packages/_pytest/python.py", "line": 157,
+     "name": "pytest_pyfunc_call"},
+]
+
+
+def formatted_stack(frames: list[dict[str, Any]]) -> list[str]:
+    """``frames`` (innermost first) as ``traceback.format_list`` gives them, outermost first:
+    how torch keeps a forward's stack."""
+    return [f'  File "{f["filename"]}", line {f["line"]}, in {f["name"]}\n'
+            for f in reversed(frames)]
 
 
 def snapshot_of(allocator: FakeAllocator, settings: bool = True) -> dict[str, Any]:

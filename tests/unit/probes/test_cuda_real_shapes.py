@@ -12,6 +12,7 @@ written by hand after those shapes (addresses, sizes, frames, keys), not copied 
 
 from __future__ import annotations
 
+import traceback
 import types
 from typing import Any
 
@@ -26,6 +27,7 @@ from pytest_membudget.probes.cuda.allocator import (
 )
 from pytest_membudget.probes.cuda.history import History
 from pytest_membudget.probes.cuda.snapshot import live_window_blocks
+from pytest_membudget.probes.cuda.stacks import forward_frames
 from pytest_membudget.render.failure import evidence_lines
 
 MiB = 1024**2
@@ -162,6 +164,18 @@ def test_forward_frames_name_the_forward_whose_backward_allocated() -> None:
         ("backward", 57, 70), ("python", 57, 12)}
     assert "train.py:57 in step, in its backward (forward_frames): +6.9 MiB" in "\n".join(
         evidence_lines(window(*backward_window(forward_frames=forward))))
+
+
+def test_forward_frames_are_read_as_python_formats_a_stack() -> None:
+    # torch keeps the forward's stack as torch.fx.traceback.format_stack() gives it:
+    # traceback.format_list(traceback.extract_stack()), outermost first.
+    def forward() -> list[str]:
+        return traceback.format_list(traceback.extract_stack())
+
+    frames = forward_frames({"forward_frames": forward()})
+    assert (frames[0]["name"], frames[1]["name"]) == (
+        "forward", "test_forward_frames_are_read_as_python_formats_a_stack")
+    assert frames[0]["filename"] == __file__
 
 
 def test_a_backward_leak_fails_with_its_blocks_in_the_evidence(
