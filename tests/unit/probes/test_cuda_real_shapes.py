@@ -27,7 +27,6 @@ from pytest_membudget.probes.cuda.allocator import (
 )
 from pytest_membudget.probes.cuda.history import History
 from pytest_membudget.probes.cuda.snapshot import live_window_blocks
-from pytest_membudget.probes.cuda.stacks import forward_frames
 from pytest_membudget.render.failure import evidence_lines
 
 MiB = 1024**2
@@ -169,6 +168,8 @@ def test_forward_frames_name_the_forward_whose_backward_allocated() -> None:
 def test_forward_frames_are_read_as_python_formats_a_stack() -> None:
     # torch keeps the forward's stack as torch.fx.traceback.format_stack() gives it:
     # traceback.format_list(traceback.extract_stack()), outermost first.
+    from pytest_membudget.probes.cuda.stacks import forward_frames
+
     def forward() -> list[str]:
         return traceback.format_list(traceback.extract_stack())
 
