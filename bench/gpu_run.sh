@@ -5,7 +5,10 @@
 #   bench/gpu_run.sh OUT_DIR [GPU_CHECK_SCRIPT]
 #
 # Runs, each step under `timeout` and independent of the others:
-#   01 the GPU suite: pytest tests -m cuda (tests/gpu: serial and -n 2 inner sessions)
+#   01 the GPU suite: pytest tests -m cuda (tests/gpu: serial and -n 2 inner sessions, kept
+#      under 01_inner/), with the backward-leak case: gradients kept per step, allocated in
+#      backward where torch records no Python frame, which the evidence must report; its
+#      check and evidence get a line of the summary and 01_backward_leak.json
 #   02 the rssm_collection example with --membudget-require-cuda (JSON report with samples)
 #   03 the cost measurements of bench/cuda_costs.py (allocator history; synchronize per sample)
 #   04 real memory_stats and snapshot captured by bench/cuda_capture.py (test data to commit)
@@ -90,15 +93,18 @@ if ! "$PY" -c 'import importlib.metadata as m, sys; sys.exit(0 if any(e.name == 
 fi
 PYTEST=("$PY" -m pytest -p no:cacheprovider -rA ${PLUGIN[@]+"${PLUGIN[@]}"})
 
-step 01_cuda_suite 240 "${PYTEST[@]}" tests -m cuda -v --junitxml "$OUT/01_cuda_suite.xml"
+step 01_cuda_suite 240 "${PYTEST[@]}" tests -m cuda -v --junitxml "$OUT/01_cuda_suite.xml" \
+    --basetemp "$OUT/01_inner"
+timeout 30 "$PY" bench/gpu_backward_summary.py "$OUT" | tee -a "$SUMMARY"
 step 02_rssm_example 120 "${PYTEST[@]}" -v examples/rssm_collection --membudget-require-cuda \
     --membudget-json "$OUT/02_rssm_example.json" --membudget-json-samples
 step 03_costs 170 "$PY" bench/cuda_costs.py --out "$OUT" --seconds 140
 step 04_capture 45 "$PY" bench/cuda_capture.py --out "$OUT/testdata"
-step 05_cpu_side_cuda_tests 60 "${PYTEST[@]}" -q tests/unit/probes/test_cuda.py \
-    tests/unit/probes/test_cuda_workspace.py tests/unit/probes/test_cuda_history.py \
-    tests/unit/probes/test_cuda_allocator_config.py tests/unit/probes/test_cuda_sync.py \
-    tests/unit/probes/test_cuda_devices.py tests/unit/probes/test_fake_torch.py tests/plugin/test_cuda_wiring.py
+step 05_cpu_side_cuda_tests 120 "${PYTEST[@]}" -q tests/unit/probes/test_cuda.py \
+    tests/unit/probes/test_cuda_real_shapes.py tests/unit/probes/test_cuda_workspace.py \
+    tests/unit/probes/test_cuda_history.py tests/unit/probes/test_cuda_allocator_config.py \
+    tests/unit/probes/test_cuda_sync.py tests/unit/probes/test_cuda_devices.py \
+    tests/unit/probes/test_fake_torch.py tests/plugin/test_cuda_wiring.py
 left=$((BUDGET_S - (SECONDS - START) - 15))
 if [ -n "$GPU_CHECK" ] && [ "$left" -gt 30 ]; then
     step 06_gpu_check "$left" env OUT="$OUT/gpu_check" PYTHON="$PY" \

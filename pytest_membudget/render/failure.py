@@ -200,10 +200,7 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if "tasks" in evidence:
         lines += task_lines(evidence["tasks"])
     if evidence.get("cuda_blocks"):
-        lines.append("  live CUDA blocks allocated in the window (allocator history):")
-        lines += [f"    {short_path(b['file'])}:{b['line']} in {b['function']}: "
-                  f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks ({b['pool']} pool)"
-                  for b in evidence["cuda_blocks"]]
+        lines += cuda_block_lines(evidence["cuda_blocks"])
     elif "cuda_blocks" in evidence:
         lines.append("  allocator history: no block allocated in the window is still live")
     if evidence.get("cuda_history"):
@@ -214,6 +211,32 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     # A rerun with nothing to show (an untraced probe failed; no thread nor descriptor was
     # left open) gets no heading of its own.
     return lines if len(lines) > 2 else []
+
+
+def cuda_block_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The live CUDA blocks of the window: by the line that allocated them, the user's line
+    beneath a library's, and those torch recorded no Python frame for, as such."""
+    lines = ["  live CUDA blocks allocated in the window (allocator history):"]
+    unframed = False
+    for b in rows:
+        size = f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks"
+        if b.get("file"):
+            where = f"{short_path(b['file'])}:{b['line']} in {b['function']}"
+            if b.get("origin") == "backward":
+                where += ", in its backward (forward_frames)"
+            lines.append(f"    {where}: {size} ({b['pool']} pool)")
+        else:
+            unframed = True
+            where = ("in backward (the autograd engine's thread), no Python frame"
+                     if b.get("origin") == "backward" else "no Python frame")
+            lines.append(f"    {where}: {size} ({b['pool']} pool, stream {b.get('stream')})")
+        if b.get("via_file"):
+            lines.append(f"      called from {short_path(b['via_file'])}:{b['via_line']} in "
+                         f"{b.get('via_function', '')}")
+    if unframed:
+        lines.append("    (torch records no Python frame for an allocation made in backward, "
+                     "on the autograd engine's thread, nor on any thread without Python)")
+    return lines
 
 
 def task_lines(tasks: list[dict[str, Any]]) -> list[str]:

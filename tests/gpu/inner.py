@@ -57,11 +57,18 @@ class InnerRun:
                         f"{self.returncode}); the end of its output:\n{self.output[-4000:]}")
         return self.tests[name]
 
-    def cuda_rows(self, name: str) -> list[tuple[str, int, str]]:
-        """The evidence's live CUDA blocks of one test: (file name, line, pool)."""
+    def cuda_blocks(self, name: str) -> list[dict[str, Any]]:
+        """The evidence's live CUDA blocks of one test, as the JSON report has them."""
         evidence = self.test(name).get("evidence") or {}
         assert "cuda_blocks" in evidence, f"no allocator history in {name}'s evidence: {evidence}"
-        return [(Path(r["file"]).name, r["line"], r["pool"]) for r in evidence["cuda_blocks"]]
+        rows: list[dict[str, Any]] = evidence["cuda_blocks"]
+        return rows
+
+    def cuda_rows(self, name: str) -> list[tuple[str | None, int | None, str]]:
+        """The evidence's live CUDA blocks of one test: (file name, line, pool); file and line
+        are None for blocks without a Python frame (allocated in backward)."""
+        return [(Path(r["file"]).name if r.get("file") else None, r["line"], r["pool"])
+                for r in self.cuda_blocks(name)]
 
 
 def run_inner(directory: Path, *args: str) -> InnerRun:

@@ -2,13 +2,14 @@
 seed 001's retained autograd graph caught in the small pool with its line, the no_grad +
 detach fix flat, a large tensor per step caught in the large pool only, cuBLAS workspaces
 never read as growth, churn of varying shapes flat, allocator-history evidence on real
-snapshots, and the same verdicts under pytest-xdist ``-n 2``."""
+snapshots (growth allocated in backward, which carries no Python frame, included), and the
+same verdicts under pytest-xdist ``-n 2``."""
 
 from __future__ import annotations
 
 import pytest
 
-from .gpu_expected import EXPECTED, line_of
+from .gpu_expected import BACKWARD_STEPS, EXPECTED, GRADIENT_BYTES, line_of
 from .inner import InnerRun, missing_device
 
 MISSING = missing_device()
@@ -49,6 +50,16 @@ def test_blocks_of_an_earlier_recorded_test_are_not_reported(serial_run: InnerRu
     rows = serial_run.cuda_rows("test_history_after_an_earlier_recorded_test")
     assert rows == [(serial_run.path.name, line_of(str(serial_run.path), "# LEAK_LARGE"),
                      "large")]
+
+
+def test_backward_growth_is_named_in_the_evidence(inner: InnerRun) -> None:
+    # Gradients kept per step are allocated on the autograd engine's thread: torch records
+    # no Python frame for them, and the evidence reports them as such, with their bytes.
+    name = "test_backward_leak_grows_in_backward"
+    rows = inner.cuda_blocks(name)
+    unframed = sum(r["bytes"] for r in rows if not r.get("file"))
+    assert unframed >= (BACKWARD_STEPS - 5) * GRADIENT_BYTES, rows
+    assert "no Python frame: +" in inner.output, inner.output[-4000:]
 
 
 def test_same_verdicts_under_xdist(serial_run: InnerRun, xdist_run: InnerRun) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from gpu_expected import line_of
+from gpu_expected import BACKWARD_STEPS, line_of
 
 import pytest_membudget
 
@@ -147,3 +147,21 @@ def test_users_recording_is_left_on(membudget):
         assert [r["line"] for r in rows] == [line_of(__file__, "# LEAK_USER")], rows
     finally:
         memory._record_memory_history(enabled=None)
+
+
+@pytest.mark.membudget(cuda_small_pool=0, cuda_history=True, iterations=BACKWARD_STEPS,
+                       warmup=5)
+def test_backward_leak_grows_in_backward(membudget):
+    torch.manual_seed(0)
+    w = torch.randn(128, 128, device=DEV, requires_grad=True)
+    x = torch.randn(64, 128, device=DEV)
+    grads = []
+
+    def step() -> None:
+        loss = (x @ w).tanh().sum()
+        # The gradient and its graph (create_graph) are allocated in backward, on the autograd
+        # engine's thread, where torch records no Python frame; each step keeps them.
+        (g,) = torch.autograd.grad(loss, w, create_graph=True)
+        grads.append(g)
+
+    membudget.run(step)

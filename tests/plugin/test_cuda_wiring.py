@@ -140,6 +140,36 @@ def test_async_backend_fails_pool_budgets_when_cuda_is_required(
     assert "does not yet support" not in result.stdout.str()  # no error of torch's
 
 
+@pytest.mark.parametrize("required", [False, True], ids=["skipped", "required"])
+def test_caching_allocator_off_skips_stats_budgets_or_fails_them(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, required: bool) -> None:
+    monkeypatch.setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+    fake(monkeypatch, leak=4096)
+    pytester.makepyfile("""
+        import pytest
+        import torch
+
+        @pytest.mark.membudget(cuda_allocated=0)
+        def test_allocated(membudget):
+            membudget.run(torch.fake_allocator.step)
+
+        @pytest.mark.membudget(cuda_device_used="1 GiB/iter")
+        def test_device_used(membudget):
+            membudget.run(torch.fake_allocator.step)
+    """)
+    args = ["--membudget-require-cuda"] if required else ["-rs"]
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    message = ("the cuda_allocated budget cannot be measured here: the CUDA caching allocator "
+               "is off (PYTORCH_NO_CUDA_MEMORY_CACHING is set*")
+    if required:
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines([f"*test_allocated: membudget: {message}"
+                                     "--membudget-require-cuda is set*"])
+    else:
+        result.assert_outcomes(passed=1, skipped=1)
+        result.stdout.fnmatch_lines([f"SKIPPED*{message}"])
+
+
 def test_expandable_segments_skip_the_segments_budget(pytester: pytest.Pytester,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     fake(monkeypatch, expandable=True)

@@ -26,6 +26,13 @@ BACKEND_NEUTRAL = ("cuda_allocated", "cuda_reserved", "cuda_device_used")
 NATIVE = "native"
 #: Where torch reads the allocator's settings from, the newer name first.
 CONF_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+#: The only one a torch whose snapshot has no ``allocator_settings`` (before 2.5) reads.
+LEGACY_CONF_VARIABLE = "PYTORCH_CUDA_ALLOC_CONF"
+#: Set to any value, torch allocates with cudaMalloc directly, past the caching allocator.
+NO_CACHING_VARIABLE = "PYTORCH_NO_CUDA_MEMORY_CACHING"
+#: What torch may raise when asked for what it cannot give (an allocator backend without it,
+#: a torch without the call or the argument).
+REFUSALS = (RuntimeError, TypeError, ValueError, AttributeError)
 
 
 def stat(stats: Mapping[str, Any], probe: str) -> float:
@@ -40,22 +47,47 @@ def allocator_backend(torch: Any) -> str:
     return str(query()) if query is not None else NATIVE
 
 
-def allocator_settings(torch: Any) -> str:
-    """The allocator's settings string: the one in force where torch can say (it may have
-    been changed at run time), else the environment's."""
-    query = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
+def caching_off(torch: Any) -> str | None:
+    """How the caching allocator is bypassed, in words, or None when it is in use. torch's
+    own query sees both ways (the variable, and ``caching_allocator_enable(False)`` at run
+    time); a torch without it is asked through the variable."""
+    query = getattr(torch._C, "_cuda_cudaCachingAllocator_is_enabled", None)
     if query is not None:
-        return str(query())
-    return next((os.environ[name] for name in CONF_VARIABLES if os.environ.get(name)), "")
+        try:
+            enabled = bool(query())
+        except REFUSALS:
+            enabled = True
+        return None if enabled else (
+            f"the CUDA caching allocator is off ({NO_CACHING_VARIABLE} is set, or "
+            "torch.cuda.memory.caching_allocator_enable(False) was called)")
+    value = os.environ.get(NO_CACHING_VARIABLE)
+    return None if value is None else (
+        f"the CUDA caching allocator is off ({NO_CACHING_VARIABLE}={value!r}: torch reads "
+        "any value as set)")
 
 
 def expandable_segments(settings: str) -> bool:
-    """Whether ``expandable_segments:True`` is among the allocator settings."""
-    for item in settings.split(","):
+    """Whether an allocator settings string turns expandable segments on: as torch parses it,
+    spaces dropped and the last of repeated keys in force."""
+    on = False
+    for item in settings.replace(" ", "").split(","):
         key, _, value = item.partition(":")
-        if key.strip() == "expandable_segments":
-            return value.strip().lower() == "true"
-    return False
+        if key == "expandable_segments":
+            on = value == "True"
+    return on
+
+
+def expandable_segments_on(torch: Any) -> bool:
+    """Whether expandable segments are in force: the allocator's own configuration, from its
+    snapshot (torch 2.5 and later: it sees a change made at run time, which the settings
+    string of the last change may not name), else the environment as such a torch reads it."""
+    try:
+        in_force = torch.cuda.memory._snapshot().get("allocator_settings", {})
+    except REFUSALS:
+        in_force = {}
+    if "expandable_segments" in in_force:
+        return bool(in_force["expandable_segments"])
+    return expandable_segments(os.environ.get(LEGACY_CONF_VARIABLE, ""))
 
 
 def unavailable_reason(device: str | None, probe: str | None = None) -> str | None:
@@ -73,15 +105,21 @@ def unavailable_reason(device: str | None, probe: str | None = None) -> str | No
             return f"device={device!r} is not a CUDA device ({exc})"
         if index is not None and index >= torch.cuda.device_count():
             return f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist"
-    if probe is None or probe in BACKEND_NEUTRAL:
+    if probe is None:
+        return None
+    if probe != "cuda_device_used" and (off := caching_off(torch)):
+        return (f"{off}: torch allocates with cudaMalloc directly and books nothing, so "
+                "memory_stats stays at 0 and snapshots hold no block. Only cuda_device_used "
+                "measures under it")
+    if probe in BACKEND_NEUTRAL:
         return None
     backend = allocator_backend(torch)
     if backend != NATIVE:
         return (f"the CUDA allocator backend is {backend} (set in {' or '.join(CONF_VARIABLES)}), "
                 "which keeps no pool, block, segment or retry figures: torch reports them as 0. "
                 f"Only {', '.join(BACKEND_NEUTRAL)} measure under it")
-    if probe == "cuda_segments" and expandable_segments(allocator_settings(torch)):
-        return ("expandable segments are on (expandable_segments:True in the allocator "
-                "settings): segments grow in place, so their count never moves; budget "
+    if probe == "cuda_segments" and expandable_segments_on(torch):
+        return ("expandable segments are on (expandable_segments:True in the allocator's "
+                "settings in force): segments grow in place, so their count never moves; budget "
                 "cuda_reserved instead")
     return None

@@ -5,19 +5,21 @@ not live at its start.
 Only what the evidence reads is recorded: the frames of live blocks (``enabled="state"``,
 ``context="state"``; torch then keeps at most one trace entry), not a trace of every event.
 Recording is process-wide. A recording that was already on (the user's own) is left on and
-its buffer intact; one this module starts, it stops.
+its buffer intact; one this module starts, it stops. It needs torch 2.1 or later (torch 2.0's
+``_record_memory_history`` takes none of these arguments).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.probes.cuda.allocator import NATIVE, allocator_backend
-from pytest_membudget.probes.cuda.snapshot import framed_blocks, live_window_blocks
-
-#: What torch may raise when asked for history it cannot give (an allocator backend without
-#: it, a torch without the call or the argument).
-REFUSALS = (RuntimeError, TypeError, ValueError, AttributeError)
+from pytest_membudget.probes.cuda.allocator import (
+    NATIVE,
+    REFUSALS,
+    allocator_backend,
+    caching_off,
+)
+from pytest_membudget.probes.cuda.snapshot import live_keys, live_window_blocks
 
 
 class History:
@@ -31,30 +33,42 @@ class History:
         self.ours = False
         #: Why there is no history, in words for the report.
         self.problem: str | None = None
-        #: Blocks that already carried frames when the window opened: an earlier recording's
-        #: (an earlier test's, the user's), not this window's growth.
+        #: Every block live when the window opened (with or without frames): not the window's
+        #: growth, whoever allocated it.
         self.before: frozenset[tuple[Any, ...]] = frozenset()
         self.found: dict[str, Any] | None = None
 
     def start(self) -> None:
-        torch = self.torch
-        backend = allocator_backend(torch)
-        if backend != NATIVE:
-            self.problem = (f"the {backend} allocator backend records no allocation history "
-                            "(torch refuses to record or snapshot it); the evidence of "
-                            "cuda_history needs the native caching allocator")
+        self.problem = self._refusal()
+        if self.problem:
             return
+        torch = self.torch
         enabled = getattr(torch._C, "_cuda_isHistoryEnabled", None)
         already_on = bool(enabled()) if enabled is not None else False
         memory = torch.cuda.memory
         try:
-            self.before = framed_blocks(memory._snapshot(), self.index)
+            self.before = live_keys(memory._snapshot(), self.index)
             if not already_on:
                 memory._record_memory_history(enabled="state", context="state",
                                               stacks="python")
                 self.ours = True
+        except TypeError as exc:
+            self.problem = (f"torch could not record the allocator history ({_said(exc)}); "
+                            "cuda_history needs torch 2.1 or later")
         except REFUSALS as exc:
             self.problem = f"torch could not record the allocator history ({_said(exc)})"
+
+    def _refusal(self) -> str | None:
+        backend = allocator_backend(self.torch)
+        if backend != NATIVE:
+            return (f"the {backend} allocator backend records no allocation history (torch "
+                    "refuses to record or snapshot it); the evidence of cuda_history needs "
+                    "the native caching allocator")
+        off = caching_off(self.torch)
+        if off:
+            return (f"{off}: torch allocates with cudaMalloc directly, so its snapshots hold "
+                    "no block; the evidence of cuda_history needs the caching allocator")
+        return None
 
     def evidence(self) -> dict[str, Any]:
         """One snapshot per failing run, however many CUDA budgets failed."""

@@ -1,86 +1,101 @@
 """Which lines allocated the CUDA blocks that grew: parsing of torch's allocator snapshot.
 
 Pure: works on the dict that ``torch.cuda.memory._snapshot()`` returns, so it is tested on
-CPU machines. A block carries frames when it was allocated while allocator history was
-recorded, by this window or by an earlier recording that is still alive (an earlier test's,
-the user's): the blocks that carried frames when the window opened are set aside, and the
-live rest is the window's growth.
+CPU machines. The window's growth is the blocks live at its end that were not live at its
+start, compared by address, size and frames with the snapshot taken when the window opened:
+a block allocated before (unrecorded, or under an earlier recording that is still alive) is
+set aside whether or not it carries frames, and a block of the window is reported whether or
+not torch recorded a Python frame for it (it records none in backward: see
+:mod:`pytest_membudget.probes.cuda.stacks`).
+
+Shapes read, as torch 2.0 to 2.13 write them: segments with ``device``, ``address``,
+``stream``, ``segment_type`` and ``blocks``; blocks with ``address``, ``size``, ``state`` and
+``frames`` (torch 2.1 and later), or with only ``size``, ``state`` and ``history``, the newest
+allocation first (torch 2.0: a block's address is then its segment's plus the sizes before
+it). Keys not read, on purpose: the trace (``device_traces``, with ``time_us``,
+``compile_context``, ``user_metadata`` and ``pool_id``), ``segment_pool_id`` and
+``is_expandable`` (an expandable segment's blocks are read like any other's), and
+``requested_size`` (the evidence counts the bytes a block holds).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from pytest_membudget.evidence.frames import FRAMEWORK_PARTS
+from pytest_membudget.probes.cuda.stacks import Frame, Origin, origin
 
-_INTERNAL = (
-    os.sep + "torch" + os.sep,
-    os.sep + "pytest_membudget" + os.sep,
-    "??",
-    *FRAMEWORK_PARTS,
-)
 #: Block states of allocated memory (torch's C++ names; its Python docstring says
 #: "active_awaiting_free" for the second).
 LIVE_STATES = ("active_allocated", "active_pending_free")
+Key = tuple[Any, ...]
 
 
-def user_frame(frames: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The innermost frame outside torch, pytest and this plugin (frames are innermost
-    first); the innermost frame of all when every one is internal."""
-    python = [(name, f) for f in frames if (name := str(f.get("filename", ""))).endswith(".py")]
-    for name, frame in python:
-        if not any(part in name for part in _INTERNAL):
-            return frame
-    return python[0][1] if python else (frames[0] if frames else None)
+def block_frames(block: Mapping[str, Any]) -> list[Frame]:
+    """The frames of the allocation that made ``block``, innermost first."""
+    if "frames" in block:
+        return list(block["frames"] or ())
+    history = block.get("history") or ()  # torch 2.0: the newest allocation first
+    return list(history[0].get("frames") or ()) if history else []
 
 
-def block_key(block: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A block's identity across two snapshots: its address, size and allocating frames (a
-    block freed and allocated again at the same address in the window has new frames)."""
-    frames = tuple((f.get("filename"), f.get("line")) for f in block.get("frames") or ())
-    return (block.get("address"), block.get("size"), frames)
-
-
-def _live_framed(snapshot: Mapping[str, Any],
-                 device: int | None) -> list[tuple[str, Mapping[str, Any]]]:
-    found = []
+def live_blocks(snapshot: Mapping[str, Any],
+                device: int | None) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], Any]]:
+    """(segment, block, address) of each live block, of ``device`` only where it is given."""
     for segment in snapshot.get("segments", ()):
         if device is not None and segment.get("device", device) != device:
             continue
-        pool = str(segment.get("segment_type", "?"))
+        address = segment.get("address")
         for block in segment.get("blocks", ()):
-            if block.get("state") in LIVE_STATES and block.get("frames"):
-                found.append((pool, block))
-    return found
+            here = block.get("address", address)
+            if block.get("state") in LIVE_STATES:
+                yield segment, block, here
+            if address is not None:
+                address += int(block.get("size", 0))
 
 
-def framed_blocks(snapshot: Mapping[str, Any],
-                  device: int | None = None) -> frozenset[tuple[Any, ...]]:
-    """The keys of the live blocks that carry frames: taken when a window opens."""
-    return frozenset(block_key(block) for _, block in _live_framed(snapshot, device))
+def block_key(block: Mapping[str, Any], address: Any) -> Key:
+    """A block's identity across two snapshots: its address, size and allocating frames (a
+    block freed and allocated again at the same address in the window has new frames)."""
+    frames = tuple((f.get("filename"), f.get("line")) for f in block_frames(block))
+    return (address, block.get("size"), frames)
+
+
+def live_keys(snapshot: Mapping[str, Any], device: int | None = None) -> frozenset[Key]:
+    """The keys of every live block: taken when a window opens."""
+    return frozenset(block_key(block, address)
+                     for _, block, address in live_blocks(snapshot, device))
+
+
+def _row(found: Origin, segment: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"origin": found.kind, "file": None, "line": None,
+                           "function": None, "pool": str(segment.get("segment_type", "?"))}
+    if found.site is not None:
+        row.update(file=str(found.site.get("filename", "?")),
+                   line=int(found.site.get("line", 0)), function=str(found.site.get("name", "")))
+    else:  # unframed blocks are told apart by the stream they were allocated on
+        row["stream"] = segment.get("stream")
+    if found.via is not None:
+        row.update(via_file=str(found.via.get("filename", "?")),
+                   via_line=int(found.via.get("line", 0)),
+                   via_function=str(found.via.get("name", "")))
+    return row
 
 
 def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10, device: int | None = None,
-                       exclude: Collection[tuple[Any, ...]] = ()) -> list[dict[str, Any]]:
-    """Live blocks with frames, less those in ``exclude`` (live when the window opened),
-    grouped by allocating line and pool, largest first."""
-    groups: dict[tuple[str, int, str, str], list[int]] = {}
-    for pool, block in _live_framed(snapshot, device):
-        if exclude and block_key(block) in exclude:
+                       exclude: Collection[Key] = ()) -> list[dict[str, Any]]:
+    """Live blocks less those in ``exclude`` (live when the window opened), grouped by where
+    they came from and their pool, largest first. A row names a line (``file``, ``line``,
+    ``function``, and ``via_*`` for the user's line beneath a library's), or, for blocks without
+    a Python frame, none (``file`` None, and the ``stream``); ``origin`` says which."""
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    for segment, block, address in live_blocks(snapshot, device):
+        if exclude and block_key(block, address) in exclude:
             continue
-        frame = user_frame(block["frames"])
-        if frame is None:
-            continue
-        key = (str(frame.get("filename", "?")), int(frame.get("line", 0)),
-               str(frame.get("name", "")), pool)
-        entry = groups.setdefault(key, [0, 0])
+        found = origin(block, block_frames(block))
+        entry = groups.setdefault(tuple(_row(found, segment).items()), [0, 0])
         entry[0] += int(block.get("size", 0))
         entry[1] += 1
-    rows: list[dict[str, Any]] = [
-        {"file": f, "line": line, "function": name, "pool": pool, "bytes": size, "blocks": n}
-        for (f, line, name, pool), (size, n) in groups.items()
-    ]
+    rows = [{**dict(key), "bytes": size, "blocks": n} for key, (size, n) in groups.items()]
     rows.sort(key=lambda r: int(r["bytes"]), reverse=True)
     return rows[:top]

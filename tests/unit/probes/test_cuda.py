@@ -11,7 +11,8 @@ from support.cuda_runs import install, run
 
 from pytest_membudget.measure.results import BudgetExceeded
 from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat, unavailable_reason
-from pytest_membudget.probes.cuda.snapshot import live_window_blocks, user_frame
+from pytest_membudget.probes.cuda.snapshot import live_keys, live_window_blocks
+from pytest_membudget.probes.cuda.stacks import site_and_caller
 
 
 def test_every_probe_reads_its_documented_key() -> None:
@@ -25,12 +26,12 @@ def test_every_probe_reads_its_documented_key() -> None:
     assert set(STAT_KEYS.values()) <= set(stats)
 
 
-def test_user_frame_skips_torch_frames() -> None:
+def test_the_line_named_is_the_first_outside_torch() -> None:
     frames = [{"filename": "/x/site-packages/torch/nn/functional.py", "line": 1, "name": "f"},
               {"filename": "/proj/model.py", "line": 9, "name": "forward"}]
-    assert user_frame(frames)["line"] == 9
-    assert user_frame(frames[:1])["line"] == 1
-    assert user_frame([]) is None
+    assert site_and_caller(frames)[0]["line"] == 9  # type: ignore[index]
+    assert site_and_caller(frames[:1])[0]["line"] == 1  # type: ignore[index]
+    assert site_and_caller([]) == (None, None)
 
 
 def test_live_window_blocks_groups_by_line_and_pool() -> None:
@@ -40,15 +41,19 @@ def test_live_window_blocks_groups_by_line_and_pool() -> None:
             {"size": 512, "state": "active_allocated", "frames": [frame]},
             {"size": 1024, "state": "active_allocated", "frames": [frame]},
             {"size": 512, "state": "inactive", "frames": [frame]},          # freed
-            {"size": 4096, "state": "active_allocated", "frames": []},      # not recorded
+            {"size": 4096, "state": "active_allocated", "frames": []},      # live before
         ]},
         {"device": 1, "segment_type": "large", "blocks": [
             {"size": 1 << 21, "state": "active_allocated", "frames": [frame]}]},
     ]}
-    rows = live_window_blocks(snapshot, device=0)
-    assert rows == [{"file": "/proj/rssm.py", "line": 42, "function": "observe",
-                     "pool": "small", "bytes": 1536, "blocks": 2}]
-    assert len(live_window_blocks(snapshot)) == 2
+    for block in snapshot["segments"][0]["blocks"]:  # type: ignore[index]
+        block["address"] = 0x1000 * block["size"]  # type: ignore[index, operator]
+    before = {"segments": [{"device": 0, "segment_type": "small",
+                            "blocks": [snapshot["segments"][0]["blocks"][3]]}]}  # type: ignore[index]
+    rows = live_window_blocks(snapshot, device=0, exclude=live_keys(before))
+    assert rows == [{"origin": "python", "file": "/proj/rssm.py", "line": 42,
+                     "function": "observe", "pool": "small", "bytes": 1536, "blocks": 2}]
+    assert len(live_window_blocks(snapshot, exclude=live_keys(before))) == 2
 
 
 def test_unavailable_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,7 +44,7 @@ def test_a_users_recording_is_left_on_with_its_buffer(monkeypatch: pytest.Monkey
 
     result, allocator = run(monkeypatch, {"leak": 4096}, prepare=record, cuda_small_pool=0,
                             cuda_history=True)
-    assert allocator.recording == {"enabled": "all", "context": "alloc"}
+    assert allocator.recording == {"enabled": "all", "context": "alloc", "stacks": "python"}
     assert len(allocator.history_calls) == 1  # the user's own call, nothing after it
     assert allocator.trace[0]["frames"][1]["filename"] == EARLIER[0]  # buffer intact
     rows = result.evidence_data["cuda_blocks"]

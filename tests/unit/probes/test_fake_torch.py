@@ -5,9 +5,12 @@ only a device could."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import traceback
 
 import pytest
 from support import fake_torch
+from support.fake_snapshot import formatted_stack
 
 MiB = fake_torch.MiB
 real_torch = importlib.util.find_spec("torch") is not None
@@ -103,3 +106,22 @@ def test_expandable_segments_grow_in_place() -> None:
     after = torch.cuda.memory_stats()
     assert after["reserved_bytes.all.current"] > before["reserved_bytes.all.current"]
     assert after["segment.all.current"] == before["segment.all.current"]
+
+
+def test_forward_frames_are_formatted_as_traceback_formats_a_stack() -> None:
+    frames = [fake_torch.TORCH_FRAME, {"filename": "/work/project/rssm.py", "line": 42,
+                                       "name": "observe"}]
+    summaries = [traceback.FrameSummary(f["filename"], f["line"], f["name"], lookup_line=False,
+                                        line="") for f in reversed(frames)]
+    assert formatted_stack(frames) == traceback.format_list(summaries)
+
+
+@pytest.mark.skipif(not real_torch, reason="torch is not installed")
+def test_the_2_0_history_call_takes_the_arguments_torch_kept_from_2_0() -> None:
+    # torch keeps 2.0's signature as _record_memory_history_legacy, later arguments appended.
+    import torch
+
+    legacy = list(inspect.signature(torch.cuda.memory._record_memory_history_legacy).parameters)
+    _, allocator = fake_torch.make(legacy=True)
+    fake = list(inspect.signature(allocator.record_memory_history_2_0).parameters)
+    assert legacy[:len(fake)] == fake
