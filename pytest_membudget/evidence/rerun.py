@@ -86,7 +86,10 @@ def collect(
     state = _Before(started, memory, tasks, type_counts() if memory else Counter())
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
-    gc.freeze()
+    # Not over a freeze the session made itself: unfreezing would undo it.
+    own_freeze = gc.get_freeze_count() == 0
+    if own_freeze:
+        gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
         tracemalloc.start(TRACE_FRAMES)
@@ -95,7 +98,8 @@ def collect(
     finally:
         if own_tracer:
             tracemalloc.stop()
-        gc.unfreeze()
+        if own_freeze:
+            gc.unfreeze()
         if tasks is not None:
             tasks.stop()
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's

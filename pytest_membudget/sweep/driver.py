@@ -22,6 +22,7 @@ from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SweepOutcome, describe
 from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_PROBES, SCREEN_WARMUP, flagged
+from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -193,6 +194,7 @@ def sweep_steps(
     left = allowed - ending.elapsed()
     if left <= 0:
         return ending.cut_short()
+    TYPE_CACHE.arm()
     full = yield from repeat(full_spec(run, outcome.flagged, defaults, left),
                              tuple(outcome.flagged), catch)
     outcome.calls += full.calls
