@@ -99,7 +99,7 @@ def test_pytest_records_stay_flat_and_output_is_not_repeated(pytester: pytest.Py
     """)
     result, section = sweep_section(pytester, "--membudget-sweep")
     result.assert_outcomes(passed=6, failed=1)
-    assert section["counts"] == {"clean": 6}, section
+    assert section["counts"] == {"clean": 6, "not screened": 1}, section
     output = result.stdout.str()
     # pytest shows the first call's records only, once.
     assert result.outlines.count("first call output") == 1, output
