@@ -17,6 +17,9 @@ sweep's time went.
 
 ``suite``: the same comparison on any test suite (a released package's own tests).
 
+``fast``: the same comparison on about a thousand fast tests with five leaks among them
+(bench/fast_suite.py): plain and sweep runs interleaved, and the screen's cost per test.
+
 Prints figures; asserts nothing.
 """
 
@@ -219,6 +222,11 @@ def compare(where: Path, args: list[str], repeats: int, env: dict[str, str],
         print(f"  sweep's own time (last run, summed over tests): {spent['sweep']:.2f} s = "
               f"screens {spent['screen']:.2f} s + full verdicts {spent['full_verdicts']:.2f} s;"
               f" the tests' own first calls {spent['first_calls']:.2f} s")
+        screened = sum(n for v, n in last["counts"].items()
+                       if v not in ("not repeatable", "not screened", "opted out",
+                                    "own budgets"))
+        print(f"  screen per test: {spent['screen'] / max(screened, 1) * 1e3:.2f} ms "
+              f"({screened} tests screened)")
         print(f"  counts: {json.dumps(last['counts'])}; flagged by the screen: "
               f"{sum(flagged.values())} ({json.dumps(flagged)})")
         for document in documents[n]:
@@ -252,6 +260,17 @@ def corpus(args: argparse.Namespace) -> None:
         compare(where, [], args.repeats, env, args.screens, truth)
 
 
+def fast(args: argparse.Namespace) -> None:
+    from bench.fast_suite import count_tests, write
+
+    with tempfile.TemporaryDirectory(prefix="membudget-fast-") as tmp:
+        where = Path(tmp)
+        truth = write(where)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        print(f"Fast suite: {count_tests()} unmarked tests ({len(truth)} leaks)")
+        compare(where, [], args.repeats, env, args.screens, truth)
+
+
 def suite(args: argparse.Namespace) -> None:
     where = Path(args.path).resolve()
     paths = [str(ROOT), *(str(Path(p).resolve()) for p in args.pythonpath)]
@@ -273,6 +292,10 @@ def main() -> None:
     on_corpus.add_argument("--repeats", type=int, default=3)
     on_corpus.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
                            default=[8], help="screen lengths to run, e.g. 3,8")
+    on_fast = commands.add_parser("fast", help="a thousand fast tests, five leaking")
+    on_fast.add_argument("--repeats", type=int, default=3)
+    on_fast.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
+                         default=[8], help="screen lengths to run, e.g. 3,8")
     on_suite = commands.add_parser("suite", help="any suite: plain against the sweep")
     on_suite.add_argument("path")
     on_suite.add_argument("--pythonpath", action="append", default=[],
@@ -288,7 +311,7 @@ def main() -> None:
     if args.command == "screen-process":
         print(json.dumps(screen_one_process(args.calls)))
     else:
-        {"screen": screen, "corpus": corpus, "suite": suite}[args.command](args)
+        {"screen": screen, "corpus": corpus, "suite": suite, "fast": fast}[args.command](args)
 
 
 if __name__ == "__main__":

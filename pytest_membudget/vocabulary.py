@@ -133,6 +133,9 @@ class SweepVerdict(str, Enum):
     #: a repeat raised, skipped or xfailed, or the test is of a kind that is not repeated;
     #: its first outcome stands
     NOT_REPEATABLE = "not repeatable"
+    #: its own call (or set-up) did not pass: failed, skipped, xfailed or errored; the sweep
+    #: did not look at it
+    NOT_SCREENED = "not screened"
     #: the test carries the opt-out marker
     OPTED_OUT = "opted out"
     #: the test carries its own membudget budgets, judged as usual

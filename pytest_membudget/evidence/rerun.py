@@ -87,8 +87,9 @@ def collect(
     state = _Before(started, memory, tasks, type_counts() if memory else Counter())
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
-    frozen = GC.freezes
-    if frozen:
+    # Not over a freeze the session made itself: unfreezing would undo it.
+    own_freeze = GC.freezes and gc.get_freeze_count() == 0
+    if own_freeze:
         gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
@@ -98,7 +99,7 @@ def collect(
     finally:
         if own_tracer:
             tracemalloc.stop()
-        if frozen:
+        if own_freeze:
             gc.unfreeze()
         if tasks is not None:
             tasks.stop()

@@ -29,6 +29,7 @@ from pytest_membudget.sweep.screen import (
     STEADY_PROBES,
     flagged,
 )
+from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
@@ -213,6 +214,7 @@ def sweep_steps(
     left = allowed - ending.elapsed()
     if left <= 0:
         return ending.cut_short()
+    TYPE_CACHE.arm()
     spec = full_spec(run, outcome.flagged, defaults, left)
     full = yield from repeat(spec, tuple(outcome.flagged), catch,
                              policy=confirmation_policy(spec, outcome.flagged))

@@ -78,6 +78,18 @@ def _item_reason(item: pytest.Item) -> NotRepeatable:
     return NotRepeatable.OTHER_ITEM
 
 
+def _unscreened(report: pytest.TestReport) -> str | None:
+    """Why a test's own run left nothing to screen (failed, skipped, xfailed, an error in its
+    set-up), or None."""
+    if report.when == "setup" and not report.passed:
+        return "skipped" if report.skipped else "error in set-up"
+    if report.when != "call" or report.passed:
+        return None
+    if hasattr(report, "wasxfail"):
+        return "xfailed"
+    return "skipped" if report.skipped else "failed"
+
+
 class SweepHooks:
     """Registered by the plugin when the sweep is on; one per process."""
 
@@ -286,6 +298,13 @@ class SweepHooks:
         data = getattr(report, "membudget_sweep", None)
         if isinstance(data, dict):
             self.records[report.nodeid] = data
+            return
+        reason = _unscreened(report)
+        if reason is not None and report.nodeid not in self.records:
+            # Its own outcome was not a pass, so it was never repeated: counted, so that the
+            # report says what the sweep did not look at.
+            self.records[report.nodeid] = {"verdict": SweepVerdict.NOT_SCREENED.value,
+                                           "reason": reason}
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_membudget.sweep.table import summary_lines

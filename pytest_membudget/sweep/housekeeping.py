@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import sys
 import warnings
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
 import pytest
+
+from pytest_membudget.sweep.typecache import TYPE_CACHE
 
 CAPTURE_FIXTURES = ("capsys", "capsysbinary", "capfd", "capfdbinary", "capteesys")
 #: Above every logging level: live logging (log_cli, log_file) stays silent during repeats.
@@ -85,15 +86,11 @@ class Housekeeping:
         self.after: list[Callable[[], None]] = []
 
     def __enter__(self) -> Wrap:
-        # The interpreter's type attribute cache (4096 entries) keeps a reference to each
-        # attribute name it caches; code that looks up names built per call (ast's
-        # "visit_" + name, under inspect.signature on builtins) fills it over thousands of
-        # calls, which reads as growth. CPython's own leak hunter clears it between runs, as
-        # the sweep does after each call (it measured 2 to 4 blocks per call on three of
-        # toolz's tests without, none with).
-        clear_type_cache = getattr(sys, "_clear_type_cache", None)
-        if clear_type_cache is not None:
-            self.after.append(clear_type_cache)
+        # The type cache: cleared after each repeat of a full verdict and refilled at the end
+        # (sweep/typecache.py); names built per call would otherwise fill it and read as
+        # growth there.
+        self.after.append(TYPE_CACHE.after_call)
+        self.stack.callback(TYPE_CACHE.refill)
         self._output()
         self._logging()
         self._warnings()

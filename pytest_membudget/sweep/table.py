@@ -119,9 +119,14 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
              f"{counts[SweepVerdict.LEAK.value]} leaking"]
     parts += [f"{counts[v.value]} {v.value}" for v in (
         SweepVerdict.PASSED, SweepVerdict.INCONCLUSIVE, SweepVerdict.CUT_SHORT,
-        SweepVerdict.NOT_REPEATABLE, SweepVerdict.OPTED_OUT, SweepVerdict.OWN_BUDGETS)
-        if counts[v.value]]
+        SweepVerdict.NOT_REPEATABLE, SweepVerdict.NOT_SCREENED, SweepVerdict.OPTED_OUT,
+        SweepVerdict.OWN_BUDGETS) if counts[v.value]]
     lines = [f"membudget sweep ({mode.value}): " + ", ".join(parts)]
+    unseen = not_looked_at(records)
+    if unseen:
+        lines.append("not looked at: " + "; ".join(
+            f"{verdict} ({', '.join(f'{n} {reason}' for reason, n in reasons.items())})"
+            for verdict, reasons in unseen.items()))
     rows = leak_rows(records)
     if rows:
         action = "failed" if mode is SweepMode.FAIL else "reported only (nothing failed)"
@@ -142,6 +147,19 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
             lines += ["", "flagged by the screen, clean on the full verdict:",
                       *(f"  {n}: {', '.join(records[n].get('flagged', {}))}" for n in passed)]
     return lines
+
+
+def not_looked_at(records: Records) -> dict[str, dict[str, int]]:
+    """The tests the sweep did not screen or could not repeat, counted by reason."""
+    found: dict[str, dict[str, int]] = {}
+    for data in records.values():
+        verdict = str(data.get("verdict"))
+        if verdict in (SweepVerdict.NOT_SCREENED.value, SweepVerdict.NOT_REPEATABLE.value):
+            reasons = found.setdefault(verdict, {})
+            reason = str(data.get("reason"))
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return {verdict: dict(sorted(reasons.items(), key=lambda e: (-e[1], e[0])))
+            for verdict, reasons in sorted(found.items())}
 
 
 def failure_text(nodeid: str, result: MembudgetResult, confidence: float) -> str:
@@ -181,6 +199,9 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
         "leaks": leaks,
         "not_repeatable": [{**entry, "reason_text": reason_text(entry)} for entry in
                            by_verdict.get(SweepVerdict.NOT_REPEATABLE.value, [])],
+        "not_screened": by_verdict.get(SweepVerdict.NOT_SCREENED.value, []),
+        # Both lists above, counted by reason: what the sweep did not look at.
+        "not_looked_at": not_looked_at(records),
         "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
         "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
         "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged")}

@@ -99,7 +99,7 @@ def test_pytest_records_stay_flat_and_output_is_not_repeated(pytester: pytest.Py
     """)
     result, section = sweep_section(pytester, "--membudget-sweep")
     result.assert_outcomes(passed=6, failed=1)
-    assert section["counts"] == {"clean": 6}, section
+    assert section["counts"] == {"clean": 6, "not screened": 1}, section
     output = result.stdout.str()
     # pytest shows the first call's records only, once.
     assert result.outlines.count("first call output") == 1, output
@@ -258,3 +258,48 @@ def test_disable_turns_the_sweep_off(pytester: pytest.Pytester) -> None:
     assert "membudget sweep" not in result.stdout.str()
 
 
+
+
+def test_tests_not_looked_at_are_counted_by_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        CALLS = []
+
+        def test_fails():
+            assert False
+
+        def test_skips():
+            pytest.skip("not here")
+
+        @pytest.mark.skip(reason="never")
+        def test_skip_marked():
+            pass
+
+        @pytest.mark.xfail(reason="known")
+        def test_xfails():
+            assert False
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("set-up")
+
+        def test_setup_errors(broken):
+            pass
+
+        def test_counts_its_calls():
+            CALLS.append(1)
+            assert len(CALLS) == 1
+
+        def test_clean():
+            pass
+    """)
+    result, section = sweep_section(pytester, "--membudget-sweep=report")
+    assert section["not_looked_at"] == {
+        "not repeatable": {"raised": 1},
+        "not screened": {"skipped": 2, "error in set-up": 1, "failed": 1, "xfailed": 1}}
+    assert {e["test"].split("::")[-1] for e in section["not_screened"]} == {
+        "test_fails", "test_skips", "test_skip_marked", "test_xfails", "test_setup_errors"}
+    result.stdout.fnmatch_lines([
+        "*1 test(s) repeated in place*, 1 not repeatable, 5 not screened*",
+        "not looked at: not repeatable (1 raised); not screened (2 skipped, 1 error in set-up,"
+        " 1 failed, 1 xfailed)"])
