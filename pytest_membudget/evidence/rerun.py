@@ -27,6 +27,8 @@ from pytest_membudget.evidence.census import (
     type_name,
 )
 from pytest_membudget.evidence.frames import is_library, is_user_frame, source_line
+from pytest_membudget.evidence.native import native_stacks
+from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
 from pytest_membudget.evidence.sites import (
     CALLER_FRAMES,
@@ -92,8 +94,9 @@ def collect(
     failing: set[str], iterations: int, start_iteration: int,
 ) -> Generator[int, None, dict[str, Any]]:
     """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
-    what grew during them; then, when a growing line is in a library, a few more with deeper
-    tracebacks to find the user's line that called it."""
+    what grew during them and what keeps it alive; then, when a growing line is in a library,
+    a few more with deeper tracebacks to find the user's line that called it, and when the
+    growth is native, a few more under memray for its native stacks."""
     started = time.perf_counter()
     memory = any(PROBES[name].traced_evidence for name in failing)
     # Made before the objects are counted, so that its own few objects never read as growth.
@@ -129,7 +132,13 @@ def collect(
     grown.subtract(state.types)
     if memory:
         state.paths = _retaining(state, grown)
-    return _report(state, grown)
+    result = _report(state, grown)
+    if memory and native_wanted(failing, state.sites):
+        result["native"] = yield from native_stacks(
+            start_iteration + state.done + state.extra, iterations)
+    # Everything the evidence took: reruns, collections, snapshots, counts, native stacks.
+    result["seconds"] = round(time.perf_counter() - state.started, 6)
+    return result
 
 
 def _made_by_rerun(state: _Before) -> list[object] | None:
@@ -229,8 +238,6 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
     result["fds"] = sorted(set(fd_targets()) - state.fds)[:TOP]
     if state.tasks is not None:
         result["tasks"] = state.tasks.new_tasks(done + extra)
-    # Everything the evidence took: reruns, collections, snapshots and counts.
-    result["seconds"] = round(time.perf_counter() - state.started, 6)
     return result
 
 
