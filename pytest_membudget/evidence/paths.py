@@ -62,7 +62,8 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     modules = {id(vars(m)): m for m in list(sys.modules.values())
                if isinstance(m, types.ModuleType)}
     frames = _frame_locals()
-    for name, count in grown[:PATH_TYPES]:
+    top = grown[:PATH_TYPES]
+    for index, (name, count) in enumerate(top):
         entry: dict[str, Any] = {"type": name, "count": count}
         found.append(entry)
         samples = new.get(name, [])[-SAMPLES:]
@@ -70,7 +71,11 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
             entry["reason"] = ("no new object of this type could be picked (it is not tracked "
                                "by the collector nor held by an object that is)")
             continue
-        search = _Search(deadline, modules, frames, {id(x) for x in own})
+        # An equal share of the time left to each type still to search: a type whose path
+        # is long cannot take the time of the others.
+        now = time.perf_counter()
+        share = now + max(0.0, deadline - now) / (len(top) - index)
+        search = _Search(share, modules, frames, {id(x) for x in own})
         search.ignored.update((id(samples), id(search), id(search.seen), id(search.below)))
         path = _search(search, samples)
         del samples

@@ -28,7 +28,8 @@ def path_of(evidence: dict[str, Any], type_name: str) -> dict[str, Any]:
 
 def test_a_module_global_registry_is_named_with_the_chain_to_the_objects() -> None:
     KEEP.clear()
-    evidence = evidence_of(lambda: KEEP.append({"rows": [b"x" * 64]}), {"gc_objects"})
+    size = 64  # a new bytes object each call (b"x" * 64 would be one constant)
+    evidence = evidence_of(lambda: KEEP.append({"rows": [b"x" * size]}), {"gc_objects"})
     path = path_of(evidence, "bytes")  # untracked atoms get a path too
     assert path["root"]["kind"] == RootKind.MODULE.value
     assert path["root"]["file"].endswith("test_retaining_paths.py")
