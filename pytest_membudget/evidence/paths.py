@@ -35,20 +35,28 @@ MOST_DEPTH = 16
 
 @dataclass(slots=True)
 class _Search:
-    """One backward search: each visited object's parent (the object it refers to, nearer the
-    sample) and the search's own containers, which must never read as referrers."""
+    """One backward search from the samples of every type at once (each ``get_referrers``
+    walks the whole heap, so the types share the walks): each object met, the object below
+    it (nearer the sample), the type whose sample it leads to, and the search's own
+    containers, which must never read as referrers."""
 
     deadline: float
     module_dicts: dict[int, types.ModuleType]
     frame_locals: dict[int, Root]
     ignored: set[int]
-    #: Every object met, by id, and the id of the object below it (None for a sample). Two
-    #: dicts, so that no tuple of the search's own refers to what it walks.
+    #: ids of the new objects of the types searched, by type: a path through one of them
+    #: is that type's path too.
+    new_ids: dict[int, str]
+    #: Every object met, by id; and for each type searched, the id of the object below each
+    #: one it met (None for a sample). Keyed by ids, so that nothing of the search's own but
+    #: these dicts refers to what it walks. Each type keeps its own: two types' paths may
+    #: share objects (a registry's list holds the dicts that hold the bytes).
     seen: dict[int, object] = field(default_factory=dict)
-    below: dict[int, int | None] = field(default_factory=dict)
+    below: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    paths: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept_by_c: dict[str, object] = field(default_factory=dict)
     visited: int = 0
     stopped: str = ""
-    kept_by_c: object | None = None
 
 
 def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object]],
@@ -56,75 +64,78 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     """For each of the first PATH_TYPES of ``grown`` (type name, count; most first), a path
     from a root to one of the type's new objects (``new``: type name -> objects), or the
     reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value)."""
-    own = [*ignored, new, grown, *new.values()]
-    found: list[dict[str, Any]] = []
-    own.append(found)
+    top = list(grown[:PATH_TYPES])
     modules = {id(vars(m)): m for m in list(sys.modules.values())
                if isinstance(m, types.ModuleType)}
-    frames = _frame_locals()
-    top = grown[:PATH_TYPES]
-    for index, (name, count) in enumerate(top):
+    new_ids = {id(obj): name for name, _ in top for obj in new.get(name, ())}
+    search = _Search(deadline, modules, _frame_locals(), set(), new_ids)
+    samples = [obj for name, _ in top for obj in new.get(name, ())[-SAMPLES:]]
+    own = [*ignored, new, grown, top, *new.values(), samples, search, search.seen,
+           search.kept_by_c]
+    search.ignored.update(map(id, own))
+    del own
+    if samples:
+        _search(search, samples)
+    del samples
+    found = []
+    for name, count in top:
         entry: dict[str, Any] = {"type": name, "count": count}
-        found.append(entry)
-        samples = new.get(name, [])[-SAMPLES:]
-        if not samples:
+        if name in search.paths:
+            entry["path"] = search.paths[name]
+        elif not new.get(name):
             entry["reason"] = ("no new object of this type could be picked (it is not tracked "
                                "by the collector nor held by an object that is)")
-            continue
-        # An equal share of the time left to each type still to search: a type whose path
-        # is long cannot take the time of the others.
-        now = time.perf_counter()
-        share = now + max(0.0, deadline - now) / (len(top) - index)
-        search = _Search(share, modules, frames, {id(x) for x in own})
-        search.ignored.update((id(samples), id(search), id(search.seen), id(search.below)))
-        path = _search(search, samples)
-        del samples
-        if path is not None:
-            entry["path"] = path
         else:
-            entry["reason"] = search.stopped or "no root was found"
+            entry["reason"] = search.stopped or f"no root within {MOST_DEPTH} references"
+        found.append(entry)
     return found
 
 
-def _search(s: _Search, samples: list[object]) -> dict[str, Any] | None:
+def _search(s: _Search, samples: list[object]) -> None:
     """Breadth first from the samples up their referrers, level by level: the first root met
-    is at the end of a shortest path."""
+    on the way up from a type's samples ends a shortest path for that type."""
     frontier: list[object] = list(samples)
-    s.ignored.add(id(frontier))
-    for sample in samples:
-        s.seen[id(sample)], s.below[id(sample)] = sample, None
+    origins = [s.new_ids[id(x)] for x in samples]
+    s.ignored.update((id(frontier), id(origins)))
+    for sample, name in zip(samples, origins, strict=True):
+        s.seen[id(sample)], s.below[name, id(sample)] = sample, None
     for _ in range(MOST_DEPTH):
-        for obj in frontier:
+        for obj, name in zip(frontier, origins, strict=True):
             root = s.frame_locals.get(id(obj))
-            if root is not None:
-                return _path(s, root, obj)
+            if root is not None and name not in s.paths:
+                _found(s, root, obj, name)
+        left = [i for i, name in enumerate(origins) if name not in s.paths]
+        frontier, origins = [frontier[i] for i in left], [origins[i] for i in left]
+        s.ignored.update((id(frontier), id(origins)))
+        if not frontier:
+            break
         if time.perf_counter() > s.deadline:
             s.stopped = f"stopped short: its time ran out after {s.visited} objects"
-            return None
+            return
         if s.visited > MOST_OBJECTS:
             s.stopped = f"stopped short after {s.visited} objects"
-            return None
+            return
         ahead: list[object] = []
-        s.ignored.add(id(ahead))
+        ahead_origins: list[str] = []
+        s.ignored.update((id(ahead), id(ahead_origins)))
         for start in range(0, len(frontier), FRONTIER):
             batch = frontier[start:start + FRONTIER]
             s.ignored.add(id(batch))
-            found = _climb(s, batch, ahead)
-            if found is not None:
-                return found
-        if not ahead:
-            break
-        frontier = ahead
-    if s.kept_by_c is not None:
-        return _path(s, Root(RootKind.NATIVE, object_type(s.kept_by_c)), s.kept_by_c)
-    s.stopped = s.stopped or f"no root within {MOST_DEPTH} references"
-    return None
+            _climb(s, batch, origins[start:start + FRONTIER], ahead, ahead_origins)
+        frontier, origins = ahead, ahead_origins
+    for name, obj in s.kept_by_c.items():
+        if name not in s.paths:
+            _found(s, Root(RootKind.NATIVE, object_type(obj)), obj, name)
 
 
-def _climb(s: _Search, batch: list[object], ahead: list[object]) -> dict[str, Any] | None:
-    """One level up from ``batch``: each referrer not yet seen, its child, and whether it is a
-    root. The referrers of a module's dict, a class's dict and a closure are not climbed."""
-    wanted = {id(obj) for obj in batch}
+def _climb(s: _Search, batch: list[object], origins: list[str], ahead: list[object],
+           ahead_origins: list[str]) -> None:
+    """One level up from ``batch``: each referrer not yet met on the way from its type's
+    samples, and whether it is a root. The referrers of a module's dict, a class's dict and a
+    closure are not climbed."""
+    wanted: dict[int, list[str]] = {}
+    for obj, name in zip(batch, origins, strict=True):
+        wanted.setdefault(id(obj), []).append(name)
     held = set()
     for ref in gc.get_referrers(*batch):
         if id(ref) in s.ignored or _own_code(ref):
@@ -134,19 +145,35 @@ def _climb(s: _Search, batch: list[object], ahead: list[object]) -> dict[str, An
             continue
         held.add(id(child))
         module = s.module_dicts.get(id(ref))
-        if module is not None:
-            return _path(s, Root(RootKind.MODULE, module.__name__, module), child)
-        root = _class_or_closure(ref, child)
-        if root is not None:
-            return _path(s, root, child)
-        if id(ref) in s.seen:
-            continue
-        s.seen[id(ref)], s.below[id(ref)] = ref, id(child)
-        s.visited += 1
-        ahead.append(ref)
-    if s.kept_by_c is None:
-        s.kept_by_c = next((obj for obj in batch if id(obj) not in held), None)
-    return None
+        root = (Root(RootKind.MODULE, module.__name__, module) if module is not None
+                else _class_or_closure(ref, child))
+        for name in wanted[id(child)]:
+            if name in s.paths:
+                continue
+            if root is not None:
+                _found(s, root, child, name)
+            elif (name, id(ref)) not in s.below:
+                s.seen[id(ref)], s.below[name, id(ref)] = ref, id(child)
+                s.visited += 1
+                ahead.append(ref)
+                ahead_origins.append(name)
+    for obj, name in zip(batch, origins, strict=True):
+        if id(obj) not in held:
+            s.kept_by_c.setdefault(name, obj)
+
+
+def _found(s: _Search, root: Root, top: object, name: str) -> None:
+    """A path for the type ``name``, and for the types of the new objects on it."""
+    chain = [top]
+    below = s.below.get((name, id(top)))
+    while below is not None:
+        chain.append(s.seen[below])
+        below = s.below[name, below]
+    for depth, obj in enumerate(chain):
+        other = s.new_ids.get(id(obj))
+        if other is not None and other not in s.paths:
+            s.paths[other] = _path(root, chain[: depth + 1])
+    s.paths.setdefault(name, _path(root, chain))
 
 
 def _class_or_closure(ref: object, child: object) -> Root | None:
@@ -165,14 +192,9 @@ def _is_class_dict(cls: type, candidate: dict[Any, Any]) -> bool:
         return False
 
 
-def _path(s: _Search, root: Root, top: object) -> dict[str, Any]:
-    """The path from ``root`` down to the sample, as steps: how each object is reached from
-    the one above it (``step``) and its type."""
-    chain = [top]
-    below = s.below.get(id(top))
-    while below is not None:
-        chain.append(s.seen[below])
-        below = s.below[below]
+def _path(root: Root, chain: list[object]) -> dict[str, Any]:
+    """The path from ``root`` down ``chain`` (the object the root holds first, the sample
+    last), as steps: how each object is reached from the one above it, and its type."""
     # A class's own dict, and a closure's tuple and cell, are how the root holds the first
     # object a person would name: the attribute, the variable.
     skip = {RootKind.CLASS: 1, RootKind.CLOSURE: 2}.get(root.kind, 0)

@@ -52,7 +52,7 @@ RERUN_SECONDS = (0.1, 0.6)
 #: rest of the evidence took longer than it should (a heap of millions of objects): a few
 #: walks of the heap, enough for a short path.
 PATH_SECONDS = 0.15
-PATH_LEAST_SECONDS = 0.05
+PATH_LEAST_SECONDS = 0.1
 #: Fewest iterations of the rerun: growth needs at least two to show.
 EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
