@@ -58,7 +58,10 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
     reason = missing()
     if reason is not None:
         return {"missing": reason}
-    import memray
+    try:
+        import memray
+    except ImportError as error:  # installed but broken (a wheel for another Python)
+        return {"missing": f"memray is installed but does not import ({error}); {INSTALL}"}
 
     directory = tempfile.mkdtemp(prefix="membudget-native-")
     capture = os.path.join(directory, "native.bin")

@@ -59,3 +59,12 @@ def test_elsewhere_than_linux_and_macos_one_line_says_why(monkeypatch: pytest.Mo
 def test_the_native_rerun_runs_only_when_the_growth_is_native(
         failing: set[str], sites: list[dict[str, str]] | None, expected: bool) -> None:
     assert wanted(failing, sites) is expected
+
+
+def test_a_memray_that_does_not_import_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native.importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setitem(sys.modules, "memray", None)  # import memray raises ImportError
+    with pytest.raises(StopIteration) as done:
+        next(native_stacks(0, 10))
+    assert "does not import" in done.value.value["missing"]
+    assert INSTALL in done.value.value["missing"]
