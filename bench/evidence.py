@@ -2,7 +2,7 @@
 each run with evidence on and off.
 
     python bench/evidence.py [--repeats 3] [--cases PATTERNS] [--plugin-from DIR]
-                             [--heap N] [--json PATH] [--compare PATH]
+                             [--json PATH] [--compare PATH]
 
 Each leak case becomes two tests with the same fixed window (``iterations=2000``, long
 enough for the slowest leaks of the corpus to fail, and alike in both tests):
@@ -16,10 +16,6 @@ The evidence is summarised by its top allocation site (file:line, and the user's
 called from), its top growing type, the retaining path of the first type that got one (its
 root and first step) or why none, the top native stack where there is one, and the threads
 and descriptors it lists.
-
-``--heap N`` keeps about N more objects alive in each test's process (half of them lists,
-half the strings they hold), for the evidence's cost on a large heap: collections, counts and
-each walk of the retaining paths' search grow with it.
 
 ``--plugin-from DIR`` measures the copy of ``pytest_membudget/`` in DIR (an older commit, say)
 instead of a frozen copy of the installed one; ``--compare`` prints, per case, the cost and
@@ -59,20 +55,10 @@ def test_{name}__off(membudget):
 '''
 
 
-_BALLAST = """
-
-# Objects alive for the whole run: a large heap for the evidence to count and walk.
-_BALLAST = [[str(i)] for i in range({half})]
-"""
-
-
-def write(directory: Path, cases: Sequence[Case], iterations: int, heap: int = 0) -> None:
-    """The detection suite's files, with the two tests per case (and ``heap`` objects more
-    alive in their process)."""
+def write(directory: Path, cases: Sequence[Case], iterations: int) -> None:
+    """The detection suite's files, with the two tests per case."""
     write_suite(directory, ROOT, [])
     body = (directory / "test_detection.py").read_text()
-    if heap:
-        body += _BALLAST.format(half=heap // 2)
     body += "".join(_TESTS.format(name=c.name, iterations=iterations) for c in cases)
     (directory / "test_detection.py").write_text(body)
 
@@ -149,8 +135,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases", default=None, help="names, substrings or fnmatch patterns "
                         "(default: every leak of the corpus)")
     parser.add_argument("--iterations", type=int, default=ITERATIONS)
-    parser.add_argument("--heap", type=int, default=0, metavar="N",
-                        help="objects kept alive in each test's process (a large heap)")
     parser.add_argument("--plugin-from", default=None, metavar="DIR")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", dest="json_path", default=None, metavar="PATH")
@@ -159,14 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = [c for c in select(args.cases) if c.truth == "leak" and not missing_requirements(c)]
     directory = Path(tempfile.mkdtemp(prefix="membudget-evidence-"))
-    write(directory, cases, args.iterations, args.heap)
+    write(directory, cases, args.iterations)
     if args.plugin_from:
         _FROZEN.append(str(Path(args.plugin_from).resolve()))
         fingerprint = plugin_fingerprint()
     else:
         fingerprint = freeze_plugin(directory)
     print(f"plugin {fingerprint}; {len(cases)} leak cases, {args.repeats} repeats, "
-          f"iterations={args.iterations}, heap +{args.heap} objects", file=sys.stderr)
+          f"iterations={args.iterations}", file=sys.stderr)
     rows = []
     for case in cases:
         row = run_case(directory, case, args.repeats, args.timeout)
@@ -178,8 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.compare:
         previous = {r["case"]: r for r in json.loads(Path(args.compare).read_text())["rows"]}
     print(f"\nEvidence cost per failing test (plugin {fingerprint}, median of {args.repeats}, "
-          f"window of {args.iterations} iterations"
-          + (f", {args.heap:,} more objects alive)" if args.heap else ")"))
+          f"window of {args.iterations} iterations)")
     header = (f"  {'case':28s}{'evidence s':>11s}{'on-off s':>9s}  {'top site':24s}"
               f"{'called from':24s}{'top type':16s}{'kept by / native stack':44s}")
     if previous:
@@ -211,7 +194,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(
             {"plugin": fingerprint, "repeats": args.repeats, "iterations": args.iterations,
-             "heap": args.heap,
              "rows": rows}, indent=1))
     return 0
 
