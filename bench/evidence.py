@@ -13,7 +13,9 @@ the reruns, collections, snapshots and object counts; median over the repeats), 
 difference of the two tests' ``result.seconds`` (medians), which any plugin version gives
 (older ones report only their rerun's loop) but which the window's own noise blurs.
 The evidence is summarised by its top allocation site (file:line, and the user's line it was
-called from), its top growing type, and the threads and descriptors it lists.
+called from), its top growing type, the retaining path of the first type that got one (its
+root and first step) or why none, the top native stack where there is one, and the threads
+and descriptors it lists.
 
 ``--plugin-from DIR`` measures the copy of ``pytest_membudget/`` in DIR (an older commit, say)
 instead of a frozen copy of the installed one; ``--compare`` prints, per case, the cost and
@@ -71,11 +73,32 @@ def summarise_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
                     if top and top.get("via_file") else None),
         "sites": [f"{Path(s['file']).name}:{s['line']}" for s in sites[:3]],
         "top_type": types[0]["type"] if types else None,
+        "kept_by": _kept_by(evidence.get("paths") or []),
+        "native": _native_top(evidence.get("native")),
         "threads": len(evidence.get("threads") or []),
         "fds": len(evidence.get("fds") or []),
         "iterations": evidence.get("iterations"),
         "reported_seconds": evidence.get("seconds"),
     }
+
+
+def _kept_by(paths: list[dict[str, Any]]) -> str | None:
+    """``module registry.py: REGISTRY`` for the first type with a path, else its reason."""
+    for entry in paths:
+        if entry.get("path"):
+            root, steps = entry["path"]["root"], entry["path"]["steps"]
+            where = Path(root["file"]).name if root.get("file") else root.get("name")
+            return f"{root['kind']} {where}: {steps[0]['step']}"
+    return f"none: {paths[0].get('reason')}" if paths else None
+
+
+def _native_top(native: dict[str, Any] | None) -> str | None:
+    if not native:
+        return None
+    if native.get("missing"):
+        return "memray missing"
+    stacks = native.get("stacks") or []
+    return stacks[0]["frames"][0]["function"] if stacks else "no stack"
 
 
 def run_case(directory: Path, case: Case, repeats: int, timeout: float) -> dict[str, Any]:
@@ -141,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nEvidence cost per failing test (plugin {fingerprint}, median of {args.repeats}, "
           f"window of {args.iterations} iterations)")
     header = (f"  {'case':28s}{'evidence s':>11s}{'on-off s':>9s}  {'top site':24s}"
-              f"{'called from':24s}{'top type':16s}")
+              f"{'called from':24s}{'top type':16s}{'kept by / native stack':44s}")
     if previous:
         header += f"{'before on-off s':>16s}  same top site"
     print(header)
@@ -151,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         own = row.get("evidence_seconds")
         own_text = "-" if own is None else f"{own:.2f}"
         line = (f"  {row['case']:28s}{own_text:>11s}{cost:>9s}  {e.get('top_site') or '-':24s}"
-                f"{e.get('top_via') or '-':24s}{(e.get('top_type') or '-')[:15]:16s}")
+                f"{e.get('top_via') or '-':24s}{(e.get('top_type') or '-')[:15]:16s}"
+                f"{(e.get('kept_by') or e.get('native') or '-')[:43]:44s}")
         before = previous.get(row["case"])
         if before:
             b = before.get("evidence") or {}

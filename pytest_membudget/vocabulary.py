@@ -170,3 +170,18 @@ class CutShort(str, Enum):
     SWEEP_SECONDS = "sweep_seconds"
     #: the share of pytest-timeout's timeout the sweep allows itself
     TIMEOUT = "timeout"
+
+
+class RootKind(str, Enum):
+    """What holds a retaining path at its start (evidence.paths)."""
+
+    #: a global of a module (its ``__dict__``)
+    MODULE = "module global"
+    #: an attribute of a class
+    CLASS = "class attribute"
+    #: a variable a function closes over (its cell)
+    CLOSURE = "closure cell"
+    #: a local variable of a function still running
+    FRAME = "live frame's local"
+    #: no object Python can see refers to it: C code holds it
+    NATIVE = "held by C code only"

@@ -8,7 +8,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from itertools import filterfalse
+from itertools import filterfalse, islice
 
 _NUMBERS = (int, float, bool, type(None))
 
@@ -32,28 +32,52 @@ _CODE_TYPES = frozenset({
 })
 
 
-def type_counts(exclude: Sequence[object] = ()) -> Counter[str]:
+class Atoms:
+    """The untracked atoms of the count before the rerun (their ids only: keeping the atoms
+    would keep them alive), and those of the count after it that were not there before: the
+    new strings and bytes, which the collector's lists never show (retaining paths start
+    from them)."""
+
+    #: Most new atoms kept for the retaining paths: they need a few of each type.
+    MOST = 50_000
+
+    def __init__(self) -> None:
+        self.before: set[int] | None = None
+        self.new: list[object] = []
+
+    def note(self, atoms: dict[int, object]) -> None:
+        if self.before is None:
+            self.before = set(atoms)
+            return
+        before = self.before
+        self.new = list(islice((a for i, a in atoms.items() if i not in before), self.MOST))
+
+
+def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
-    about 0.2 s), since evidence runs this twice per failure."""
+    about 0.2 s), since evidence runs this twice per failure. ``atoms``: told the atoms
+    counted (see Atoms)."""
     _ask_mapping_once()
     left_out = {id(obj) for obj in exclude}
     left_out.add(id(exclude))
     objects = [obj for obj in gc.get_objects() if id(obj) not in left_out]
     by_type = Counter(map(type, objects))
     holders = [obj for obj in objects if type(obj) not in _CODE_TYPES]
-    atoms = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
-    by_type.update(map(type, atoms.values()))
-    del objects, holders, atoms
+    found = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
+    by_type.update(map(type, found.values()))
+    if atoms is not None:
+        atoms.note(found)
+    del objects, holders, found
     counts: Counter[str] = Counter()
     for cls, count in by_type.items():
         if cls not in _NUMBERS:
-            counts[_type_name(cls)] += count
+            counts[type_name(cls)] += count
     return counts
 
 
-def _type_name(cls: type) -> str:
+def type_name(cls: type) -> str:
     module = cls.__module__
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
 

@@ -19,8 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.census import fd_targets, thread_target, type_counts
+from pytest_membudget.evidence.census import (
+    Atoms,
+    fd_targets,
+    thread_target,
+    type_counts,
+    type_name,
+)
 from pytest_membudget.evidence.frames import is_library, is_user_frame, source_line
+from pytest_membudget.evidence.native import native_stacks
+from pytest_membudget.evidence.native import wanted as native_wanted
+from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
 from pytest_membudget.evidence.sites import (
     CALLER_FRAMES,
     CALLER_SECONDS,
@@ -40,6 +49,11 @@ from pytest_membudget.vocabulary import ProbeKind
 #: the rerun stops on time as well as on count.
 EVIDENCE_SECONDS = 0.8
 RERUN_SECONDS = (0.1, 0.6)
+#: Of EVIDENCE_SECONDS, those kept for the retaining paths; and the least they get when the
+#: rest of the evidence took longer than it should (a heap of millions of objects): a few
+#: walks of the heap, enough for a short path.
+PATH_SECONDS = 0.15
+PATH_LEAST_SECONDS = 0.1
 #: Fewest iterations of the rerun: growth needs at least two to show.
 EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
@@ -65,6 +79,11 @@ class _Before:
     memory: bool
     tasks: TaskWatch | None
     types: Counter[str]
+    atoms: Atoms = field(default_factory=Atoms)
+    #: The objects the collector tracks that the rerun made (those gc.freeze() left in its
+    #: lists); None where this Python's freeze does not set the old ones apart.
+    fresh: list[object] | None = None
+    paths: list[dict[str, Any]] = field(default_factory=list)
     threads: set[int | None] = field(default_factory=set)
     fds: set[str] = field(default_factory=set)
     sites: list[dict[str, Any]] = field(default_factory=list)
@@ -76,15 +95,18 @@ def collect(
     failing: set[str], iterations: int, start_iteration: int,
 ) -> Generator[int, None, dict[str, Any]]:
     """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
-    what grew during them; then, when a growing line is in a library, a few more with deeper
-    tracebacks to find the user's line that called it."""
+    what grew during them and what keeps it alive; then, when a growing line is in a library,
+    a few more with deeper tracebacks to find the user's line that called it, and when the
+    growth is native, a few more under memray for its native stacks."""
     started = time.perf_counter()
     memory = any(PROBES[name].traced_evidence for name in failing)
     # Made before the objects are counted, so that its own few objects never read as growth.
     tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
-    state = _Before(started, memory, tasks, type_counts() if memory else Counter())
+    atoms = Atoms()
+    state = _Before(started, memory, tasks, type_counts(atoms=atoms) if memory else Counter(),
+                    atoms)
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
     # Not over a freeze the session made itself: unfreezing would undo it.
@@ -96,6 +118,8 @@ def collect(
         tracemalloc.start(TRACE_FRAMES)
     try:
         yield from _traced(state, iterations, start_iteration, own_tracer)
+        if memory:
+            state.fresh = _made_by_rerun(state)
     finally:
         if own_tracer:
             tracemalloc.stop()
@@ -106,10 +130,64 @@ def collect(
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
-    grown = type_counts(exclude=(state, state.types, state.sites, state.threads, state.fds,
-                                 *state.sites)) if memory else Counter()
+    own = (state, state.types, state.sites, state.threads, state.fds, state.atoms,
+           state.atoms.before, state.fresh, state.paths, *state.sites)
+    grown = type_counts(exclude=own, atoms=state.atoms) if memory else Counter()
+    del own  # it holds the rerun's objects, which the retaining paths must not meet
     grown.subtract(state.types)
-    return _report(state, grown)
+    if memory:
+        state.paths = _retaining(state, grown)
+    result = _report(state, grown)
+    if memory and native_wanted(failing, state.sites):
+        result["native"] = yield from native_stacks(
+            start_iteration + state.done + state.extra, iterations)
+    # Everything the evidence took: reruns, collections, snapshots, counts, native stacks.
+    result["seconds"] = round(time.perf_counter() - state.started, 6)
+    return result
+
+
+def _made_by_rerun(state: _Before) -> list[object] | None:
+    """What the collector tracks now, while the objects alive before the rerun are frozen:
+    the rerun's own, less the evidence's bookkeeping. None where frozen objects still show
+    (the sentinel: ``state``, made before the freeze)."""
+    left_out = {id(state.sites), id(state.threads), id(state.fds), *map(id, state.sites)}
+    left_out.add(id(left_out))
+    found = gc.get_objects()
+    fresh = []
+    # Plain loops: a comprehension's closure would make a cell that reads as the rerun's.
+    for obj in found:
+        if obj is state:
+            return None
+        if id(obj) not in left_out:
+            fresh.append(obj)
+    return fresh
+
+
+def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
+    """Retaining paths for the types that grew most, within what is left of the evidence's
+    time (at least PATH_LEAST_SECONDS)."""
+    top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
+    if not top:
+        return []
+    if state.fresh is None:
+        return [{"type": name, "count": count, "reason": "gc.freeze() does not set the old "
+                 "objects apart on this Python, so the new ones cannot be told"}
+                for name, count in top]
+    new: dict[str, list[object]] = {name: [] for name, _ in top}
+    names: dict[type, str] = {}
+    for obj in (*state.fresh, *state.atoms.new):
+        cls = type(obj)
+        name = names.get(cls)
+        if name is None:
+            name = names[cls] = type_name(cls)
+        if name in new:
+            new[name].append(obj)
+    state.fresh, state.atoms.new = [], []
+    deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
+    try:
+        return retaining_paths(top, new, deadline, ignored=(state, names, top))
+    finally:
+        new.clear()
 
 
 def _traced(state: _Before, iterations: int, start_iteration: int,
@@ -123,7 +201,8 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
     shortest, longest = RERUN_SECONDS
-    left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS if state.memory else 0.0)
+    left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS + PATH_SECONDS if state.memory
+                                           else 0.0)
     state.done = yield from _rerun(start_iteration, iterations,
                                    now + min(longest, max(shortest, left)))
     collect_quietly()
@@ -152,6 +231,7 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
                 site["via_code"] = source_line(*via)
         result["sites"] = sites
         result["heap_growth"] = sum(s["bytes"] for s in sites)
+        result["paths"] = state.paths
         result["types"] = [
             {"type": name, "count": count, "per_iter": round(count / (done + extra), 2)}
             for name, count in grown.most_common(TOP) if count > 0
@@ -163,8 +243,6 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
     result["fds"] = sorted(set(fd_targets()) - state.fds)[:TOP]
     if state.tasks is not None:
         result["tasks"] = state.tasks.new_tasks(done + extra)
-    # Everything the evidence took: reruns, collections, snapshots and counts.
-    result["seconds"] = round(time.perf_counter() - state.started, 6)
     return result
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from pytest_membudget.render.retention import native_lines, path_lines
 from pytest_membudget.render.session import inconclusive_reasons
 from pytest_membudget.render.units import fmt, short_path, sparkline, stopped_text, table
 from pytest_membudget.vocabulary import BudgetKind
@@ -189,10 +190,13 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
                 "  tracemalloc saw no growing Python allocation: the growth is native memory "
                 "(C extensions, malloc, torch's CPU allocator), which tracemalloc cannot see"
             )
+    if "native" in evidence:
+        lines += native_lines(evidence["native"])
     types = evidence.get("types")
     if types:
         lines.append("  top growing object types:")
         lines += [f"    {t['type']}: +{t['count']} ({t['per_iter']}/iter)" for t in types]
+    lines += path_lines(evidence.get("paths") or [])
     if evidence.get("threads"):
         lines.append("  threads started and still alive:")
         lines += [f"    {t['name']} (target {t['target']}, daemon={t['daemon']})"

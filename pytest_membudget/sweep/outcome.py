@@ -94,7 +94,8 @@ def leak_summary(result: MembudgetResult) -> dict[str, Any]:
 def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
                  ) -> dict[str, Any] | None:
     """The first line of the evidence: the first thread or descriptor left open when those
-    probes fail, else the top growing allocation site, else what kept the evidence away."""
+    probes fail, else the top growing allocation site (with the first retaining path), else
+    the top native stack, else what kept the evidence away."""
     if "error" in evidence:
         return {"kind": "error", "text": evidence["error"]}
     if "threads" in failing and evidence.get("threads"):
@@ -102,10 +103,14 @@ def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
     if "fds" in failing and evidence.get("fds"):
         return {"kind": "fd", "target": evidence["fds"][0]}
     sites = evidence.get("sites")
+    path = next((p["path"] for p in evidence.get("paths") or () if p.get("path")), None)
+    kept = {"path": path} if path else {}
     if sites:
         top = sites[0]
         return {"kind": "site", **{k: top.get(k) for k in (
-            "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}}
+            "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}, **kept}
     if sites is not None:
-        return {"kind": "native"}
+        native = evidence.get("native") or {}
+        stacks = native.get("stacks") or []
+        return {"kind": "native", **({"stack": stacks[0]} if stacks else {}), **kept}
     return None

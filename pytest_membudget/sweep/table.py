@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.render.failure import failure_message
+from pytest_membudget.render.retention import native_top_text, path_text
 from pytest_membudget.render.units import fmt, short_path, table
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
@@ -58,13 +59,16 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
         code = f"  {top['code']}" if top.get("code") else ""
         via = (f" (called from {short_path(str(top['via_file']))}:{top['via_line']})"
                if top.get("via_file") else "")
+        kept = f"; kept by {path_text(top['path'])}" if top.get("path") else ""
         return (f"{short_path(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
-                f"({per_call('heap', top.get('per_iter'))}){via}{code}")
+                f"({per_call('heap', top.get('per_iter'))}){via}{code}{kept}")
     if kind == "thread":
         return f"thread {top.get('name')} (target {top.get('target')}) still alive"
     if kind == "fd":
         return f"descriptor still open: {top.get('target')}"
     if kind == "native":
+        if top.get("stack"):
+            return native_top_text({"stacks": [top["stack"]]})
         return "native memory (tracemalloc saw no Python growth)"
     return f"no evidence: {top.get('text')}"
 

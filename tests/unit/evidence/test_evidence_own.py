@@ -5,24 +5,8 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any
 
-from pytest_membudget.evidence.rerun import collect
-
-
-def evidence_of(step: Any, failing: set[str]) -> dict[str, Any]:
-    # Called once before, as the measured run always has before its evidence: on Python
-    # 3.10 a function's first call leaves a frame cached on its code object (a zombie frame,
-    # gone in 3.11), which a first call inside the rerun would show as a growing line.
-    step()
-    rerun = collect(failing, iterations=40, start_iteration=0)
-    try:
-        while True:
-            next(rerun)
-            step()
-    except StopIteration as done:
-        result: dict[str, Any] = done.value
-    return result
+from support.evidence_runs import evidence_of
 
 
 def test_a_workload_that_keeps_nothing_shows_no_growth() -> None:

@@ -1,0 +1,133 @@
+"""Where in native code: when a failing budget's growth is native (tracemalloc saw none), a
+few more iterations under memray with native traces, and the stacks of the memory they
+allocated that is still allocated at their end, each with the user's Python line below it.
+
+memray is optional (``pytest-membudget[native]``) and runs on Linux and macOS only; without
+it the evidence says how to get it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Generator, Iterable
+from typing import Any
+
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.frames import is_own, is_user_frame
+from pytest_membudget.vocabulary import ProbeKind
+
+#: Most seconds of the native rerun (importing memray and reading the capture file come on
+#: top: about 0.3 s and 0.15 s on a busy machine).
+NATIVE_SECONDS = 0.15
+#: Fewest iterations: growth needs two to show.
+NATIVE_MIN_ITERATIONS = 2
+#: Stacks shown, largest first (those that reach the user's code before the others).
+NATIVE_TOP = 3
+#: Frames read per stack: enough to pass through an extension's calls to the Python below.
+NATIVE_DEPTH = 64
+INSTALL = ("pip install 'pytest-membudget[native]' (memray) to see the native stacks that "
+           "allocated it")
+PLATFORMS = ("linux", "darwin")
+
+
+def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
+    """A failing budget on memory that native code moves, and tracemalloc saw no Python
+    allocation grow: the growth is native."""
+    return sites == [] and any(PROBES[name].kind is ProbeKind.BYTES
+                               and not name.startswith("cuda") and name != "heap"
+                               for name in failing)
+
+
+def missing() -> str | None:
+    """Why native stacks cannot be had here, or None."""
+    if not sys.platform.startswith(PLATFORMS):
+        return f"memray, which records them, runs on Linux and macOS only (not {sys.platform})"
+    if importlib.util.find_spec("memray") is None:
+        return INSTALL
+    return None
+
+
+def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]:
+    """Up to ``most`` iterations (NATIVE_SECONDS at most) under memray with native traces;
+    then the stacks of what they left allocated."""
+    reason = missing()
+    if reason is not None:
+        return {"missing": reason}
+    try:
+        import memray
+    except ImportError as error:  # installed but broken (a wheel for another Python)
+        return {"missing": f"memray is installed but does not import ({error}); {INSTALL}"}
+
+    directory = tempfile.mkdtemp(prefix="membudget-native-")
+    capture = os.path.join(directory, "native.bin")
+    deadline = time.perf_counter() + NATIVE_SECONDS
+    done = 0
+    try:
+        with memray.Tracker(capture, native_traces=True, follow_fork=False):
+            while done < most:
+                yield start + done
+                done += 1
+                if done >= NATIVE_MIN_ITERATIONS and time.perf_counter() > deadline:
+                    break
+        reader = memray.FileReader(capture)
+        records = list(reader.get_leaked_allocation_records(merge_threads=True))
+        stacks = [stack for stack in map(_stack, records) if stack is not None]
+        del records, reader
+        # One allocation left over from several iterations is a cache filled once (a code
+        # object's line table), not what grows with every call.
+        if done >= NATIVE_MIN_ITERATIONS:
+            stacks = [stack for stack in stacks if stack["allocations"] > 1]
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    stacks.sort(key=lambda s: (s.get("python") is not None, s["bytes"]), reverse=True)
+    found: dict[str, Any] = {"iterations": done, "stacks": stacks[:NATIVE_TOP]}
+    if not stacks:
+        found["reason"] = ("no allocation made more than once in them is still live (memray "
+                           "sees calls to malloc from compiled code, not calls through a "
+                           "pointer to libc's own malloc, such as ctypes.CDLL(None).malloc)")
+    return found
+
+
+def _frame(entry: tuple[str, str, int]) -> dict[str, Any]:
+    function, file, line = entry
+    return {"function": function, "file": file, "line": line}
+
+
+def _stack(record: Any) -> dict[str, Any] | None:
+    """One stack: its native frames (innermost first, up to the first Python frame), the
+    user's Python line below them, and what was left allocated there. None for allocations
+    of the interpreter or of this plugin's own code."""
+    python = {tuple(f) for f in record.stack_trace(max_stacks=NATIVE_DEPTH)}
+    frames: list[dict[str, Any]] = []
+    user = None
+    native_part = True
+    for entry in record.hybrid_stack_trace(max_stacks=NATIVE_DEPTH):
+        if tuple(entry) not in python:
+            if native_part and entry[0] != "<unknown>":
+                frames.append(_frame(entry))
+            continue
+        native_part = False
+        if is_own(entry[1]):
+            return None
+        if is_user_frame(entry[1]):
+            user = _frame(entry)
+            break
+    if not frames:
+        return None
+    return {"bytes": int(record.size), "allocations": int(record.n_allocations),
+            "allocator": _allocator(record.allocator), "frames": frames,
+            "python": user}
+
+
+def _allocator(value: int) -> str:
+    import memray
+
+    try:
+        return memray.AllocatorType(value).name.lower()
+    except ValueError:
+        return str(value)

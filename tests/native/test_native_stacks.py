@@ -1,0 +1,71 @@
+"""Native stacks with the ``native`` extra (memray): a leak in compiled code, called through
+ctypes, is named by its allocating function and the test line that called it. Skipped where
+memray or a C compiler is missing (.ci/run installs the extra and runs these)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import pytest
+
+pytest.importorskip("memray")
+
+from support.evidence_runs import evidence_of
+
+from pytest_membudget.evidence.native import native_stacks
+from pytest_membudget.render.failure import evidence_lines
+
+SOURCE = """
+#include <stdlib.h>
+#include <string.h>
+void *membudget_keep(size_t n) { void *p = malloc(n); if (p) memset(p, 1, n); return p; }
+"""
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        pytest.skip("no C compiler to build the leaking library")
+    directory = tmp_path_factory.mktemp("leaky")
+    (directory / "leaky.c").write_text(SOURCE)
+    library = directory / "libleaky.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-g", "-O1", "-o", str(library),
+                    str(directory / "leaky.c")], check=True)
+    lib = ctypes.CDLL(str(library))
+    lib.membudget_keep.restype = ctypes.c_void_p
+    lib.membudget_keep.argtypes = [ctypes.c_size_t]
+    return lib
+
+
+def test_a_native_leak_names_the_allocating_function_and_the_calling_line(
+        leaky: ctypes.CDLL) -> None:
+    evidence = evidence_of(lambda: leaky.membudget_keep(4096), {"malloc"})
+    assert evidence["sites"] == []  # tracemalloc sees none of it
+    stacks = evidence["native"]["stacks"]
+    top = stacks[0]
+    assert top["frames"][0]["function"] == "membudget_keep"
+    assert top["allocator"] == "malloc" and top["allocations"] >= 2
+    assert top["python"]["file"] == __file__
+    assert top["bytes"] >= 2 * 4096
+    text = "\n".join(evidence_lines(evidence))
+    assert "membudget_keep" in text and "called from <lambda>" in text, text
+
+
+def test_a_python_leak_gets_no_native_rerun() -> None:
+    kept: list[bytes] = []
+    evidence = evidence_of(lambda: kept.append(b"x" * 4096), {"malloc"})
+    assert evidence["sites"] and "native" not in evidence
+
+
+def test_a_rerun_that_leaves_nothing_allocated_says_so() -> None:
+    rerun = native_stacks(0, 5)
+    try:
+        while True:
+            next(rerun)
+            bytearray(100)
+    except StopIteration as done:
+        found = done.value
+    assert found["stacks"] == [] and "still live" in found["reason"]

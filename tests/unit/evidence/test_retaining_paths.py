@@ -1,0 +1,114 @@
+"""Retaining paths: the evidence names what keeps the new objects alive, from each kind of
+root, and says when its search stopped short."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from typing import Any, ClassVar
+
+import pytest
+from support.evidence_runs import evidence_of
+
+from pytest_membudget.evidence import rerun
+from pytest_membudget.evidence.paths import retaining_paths
+from pytest_membudget.render.retention import path_text
+from pytest_membudget.vocabulary import RootKind
+
+KEEP: list[dict[str, list[bytes]]] = []
+
+
+@pytest.fixture(autouse=True)
+def _time_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a path is, not how fast it comes (bench/evidence.py measures that): a machine
+    loaded by other work must not cut the search short."""
+    monkeypatch.setattr(rerun, "PATH_LEAST_SECONDS", 10.0)
+
+
+class Registry:
+    items: ClassVar[list[object]] = []
+
+
+def path_of(evidence: dict[str, Any], type_name: str) -> dict[str, Any]:
+    entry = next((p for p in evidence["paths"] if p["type"] == type_name), None)
+    assert entry is not None and "path" in entry, evidence["paths"]
+    return entry["path"]
+
+
+def test_a_module_global_registry_is_named_with_the_chain_to_the_objects() -> None:
+    KEEP.clear()
+    size = 64  # a new bytes object each call (b"x" * 64 would be one constant)
+    evidence = evidence_of(lambda: KEEP.append({"rows": [b"x" * size]}), {"gc_objects"})
+    path = path_of(evidence, "bytes")  # untracked atoms get a path too
+    assert path["root"]["kind"] == RootKind.MODULE.value
+    assert path["root"]["file"].endswith("test_retaining_paths.py")
+    assert path["steps"][0]["step"] == "KEEP"
+    assert [s["type"] for s in path["steps"]] == ["list", "dict", "list", "bytes"]
+    assert path["steps"][2]["step"] == "['rows']"
+    assert path_text(path).startswith("module ") and ": KEEP (list) -> [" in path_text(path)
+    KEEP.clear()
+
+
+def test_a_class_attribute_is_named() -> None:
+    Registry.items.clear()
+    evidence = evidence_of(lambda: Registry.items.append(object()), {"gc_objects"})
+    path = path_of(evidence, "object")
+    assert path["root"]["kind"] == RootKind.CLASS.value
+    assert path["root"]["name"].endswith("Registry")
+    assert path["steps"][0]["step"] == "items"
+    Registry.items.clear()
+
+
+def _hooks_step() -> Any:
+    hooks = []
+
+    def step() -> None:
+        data = bytearray(64)
+
+        def hook(data: bytearray = data) -> bytearray:
+            return data
+
+        hooks.append(hook)
+
+    return step
+
+
+def test_a_closure_names_the_function_and_its_cell() -> None:
+    evidence = evidence_of(_hooks_step(), {"gc_objects"})
+    path = path_of(evidence, "function")
+    assert path["root"]["kind"] == RootKind.CLOSURE.value
+    assert path["root"]["name"] == "_hooks_step.<locals>.step"
+    assert path["steps"][0] == {"step": "hooks", "type": "list"}
+
+
+def test_a_live_frames_local_is_named() -> None:
+    kept: list[list[float]] = []
+    evidence = evidence_of(lambda: kept.append([1.5]), {"gc_objects"})
+    path = path_of(evidence, "list")
+    assert path["root"]["kind"] == RootKind.FRAME.value
+    assert path["root"]["name"].endswith("test_a_live_frames_local_is_named")
+    assert path["steps"][0] == {"step": "kept", "type": "list"}
+
+
+def _keep_from_c() -> None:
+    # A reference taken in C and never given back: no Python object refers to the list.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object([1.5, 2.5]))
+
+
+def test_an_object_only_c_code_holds_is_named_so() -> None:
+    evidence = evidence_of(_keep_from_c, {"gc_objects"})
+    path = path_of(evidence, "list")
+    assert path["root"]["kind"] == RootKind.NATIVE.value
+    assert path["steps"] == [{"step": "", "type": "list"}]
+
+
+def test_a_search_out_of_time_says_it_stopped_short() -> None:
+    held = [[1.5] for _ in range(3)]
+    found = retaining_paths([("list", 3)], {"list": held}, deadline=time.perf_counter() - 1)
+    assert "path" not in found[0]
+    assert found[0]["reason"].startswith("stopped short"), found
+
+
+def test_a_type_without_a_new_object_to_start_from_gets_a_reason() -> None:
+    found = retaining_paths([("list", 3)], {}, deadline=time.perf_counter() + 1)
+    assert "path" not in found[0] and "no new object" in found[0]["reason"]

@@ -1,0 +1,48 @@
+"""The sweep's table and JSON carry what keeps a leak alive (its retaining path) and, for a
+native leak, the top native stack, as structured data and as one line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_membudget.sweep.outcome import top_evidence
+from pytest_membudget.sweep.table import evidence_text
+
+PATH: dict[str, Any] = {
+    "root": {"kind": "module global", "name": "tests.test_x", "file": "tests/test_x.py"},
+    "steps": [{"step": "KEEP", "type": "list"}, {"step": "[3]", "type": "dict"},
+              {"step": "['rows']", "type": "list"}, {"step": "[0]", "type": "bytes"}],
+}
+SITE = {"file": "tests/test_x.py", "line": 9, "bytes": 6400, "per_iter": 64.0, "blocks": 100,
+        "code": "KEEP.append(row)"}
+STACK = {"bytes": 40960, "allocations": 10, "allocator": "malloc",
+         "frames": [{"function": "membudget_keep", "file": "leaky.c", "line": 3},
+                    {"function": "ffi_call", "file": "<unknown>", "line": 0}],
+         "python": {"function": "step", "file": "tests/test_x.py", "line": 12}}
+
+
+def test_a_python_leak_carries_its_first_path() -> None:
+    evidence = {"iterations": 100, "sites": [SITE],
+                "paths": [{"type": "list", "count": 3, "reason": "stopped short"},
+                          {"type": "bytes", "count": 100, "path": PATH}]}
+    top = top_evidence(evidence, ("py_blocks",))
+    assert top is not None and top["path"] == PATH
+    json.dumps(top)
+    text = evidence_text(top)
+    assert text.endswith("; kept by module tests/test_x.py: KEEP (list) -> [3] (dict) -> "
+                         "['rows'] (list) -> [0] (bytes)"), text
+
+
+def test_a_native_leak_carries_its_top_stack() -> None:
+    evidence = {"iterations": 100, "sites": [], "native": {"iterations": 10,
+                                                           "stacks": [STACK]}}
+    top = top_evidence(evidence, ("rss",))
+    assert top == {"kind": "native", "stack": STACK}
+    assert evidence_text(top) == (
+        "native +40 KiB: membudget_keep <- ffi_call from step (tests/test_x.py:12)")
+
+
+def test_a_native_leak_without_stacks_reads_as_before() -> None:
+    top = top_evidence({"iterations": 10, "sites": [], "native": {"missing": "pip ..."}})
+    assert evidence_text(top) == "native memory (tracemalloc saw no Python growth)"
