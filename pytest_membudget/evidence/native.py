@@ -128,6 +128,6 @@ def _allocator(value: int) -> str:
     import memray
 
     try:
-        return memray.AllocatorType(value).name.lower()
+        return str(memray.AllocatorType(value).name).lower()
     except ValueError:
         return str(value)
