@@ -69,10 +69,11 @@ def test_a_timeout_marker_bounds_a_flagged_test(pytester: pytest.Pytester) -> No
 
         @pytest.mark.timeout(1)
         def test_fills_slowly():
-            # Flagged by the screen (it grows on each of its first 20 calls); its full
-            # verdict cannot reach 640 calls in the half second the timeout leaves.
-            time.sleep(0.002)
-            if len(TABLE) < 20:
+            # Flagged by the screen (it grows on each of its first 200 calls); its full
+            # verdict cannot reach even the 128 calls of an exact counter's confirmation
+            # in the half second the timeout leaves.
+            time.sleep(0.005)
+            if len(TABLE) < 200:
                 TABLE[len(TABLE)] = [0]
     """)
     result = pytester.runpytest_subprocess(
