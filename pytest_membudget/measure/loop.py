@@ -46,14 +46,15 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
     probes = {name: create(name, options) for name in names}
     wanted = witnesses(spec)
     hidden = set()
-    for witness in dict.fromkeys(wanted.values()):
+    for witness in dict.fromkeys(w for names in wanted.values() for w in names):
         if witness not in probes:
             probe = create(witness, options)
             if not probe.unavailable():
                 probes[witness] = probe
                 hidden.add(witness)
     m = storage(spec, probes, capacity_for(spec))
-    m.witnesses = {coarse: w for coarse, w in wanted.items() if coarse in probes and w in probes}
+    m.witnesses = {coarse: tuple(w for w in names if w in probes)
+                   for coarse, names in wanted.items() if coarse in probes}
     m.hidden = frozenset(hidden)
     return m
 
