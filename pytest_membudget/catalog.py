@@ -56,6 +56,9 @@ class ProbeInfo:
     #: Bytes that one unit of this probe stands for at least (a block of the interpreter is
     #: 16 bytes or more): a budget in bytes per iteration is that many units' worth.
     least_bytes: float = 1.0
+    #: Whether the probe is blind to native memory (C extensions' malloc, mapped files): a
+    #: test budgeted only on such probes has RSS watched beside them, for a note.
+    blind_to_native: bool = False
     #: The ample growth of this probe, where its kind's (AMPLE_GROWTH) does not fit: 64
     #: threads prove a leak, 64 objects do not.
     ample: float | None = None
@@ -93,6 +96,9 @@ MALLOC_WITNESS_RESOLUTION = 16 * 1024.0
 #: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
 #: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
 SMALLEST_BLOCK = 16
+#: The probe sampled, unreported, beside budgets that are all blind to native memory: its
+#: clear growth becomes a note, never a failure.
+NATIVE_WATCH = "rss"
 #: About 64 MiB of objects or blocks of 64 bytes.
 OBJECTS_AMPLE = 1_000_000.0
 
@@ -110,7 +116,8 @@ PROBES: dict[str, ProbeInfo] = {
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
                   witnesses=("py_blocks", "malloc")),
         ProbeInfo("heap", B, "B", 4096, "heap",
-                  "Python allocations traced by tracemalloc", traced_evidence=True),
+                  "Python allocations traced by tracemalloc", traced_evidence=True,
+                  blind_to_native=True),
         ProbeInfo("malloc", B, "B", 4096, "malloc",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
@@ -119,10 +126,11 @@ PROBES: dict[str, ProbeInfo] = {
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
                   sees="Python objects", ample=OBJECTS_AMPLE,
-                  witness_resolution=WITNESS_RESOLUTION, least_bytes=SMALLEST_BLOCK),
+                  witness_resolution=WITNESS_RESOLUTION, least_bytes=SMALLEST_BLOCK,
+                  blind_to_native=True),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,
-                  ample=OBJECTS_AMPLE),
+                  ample=OBJECTS_AMPLE, blind_to_native=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
                   "operating-system threads of the process"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",

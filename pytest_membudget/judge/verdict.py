@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_membudget.catalog import PROBES
+from pytest_membudget.catalog import NATIVE_WATCH, PROBES
 from pytest_membudget.judge.fit import FloatArray, Trend, trend
 from pytest_membudget.judge.spec import Budget, BudgetSpec
 from pytest_membudget.vocabulary import BudgetKind, Status
@@ -174,3 +174,21 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
             for o in judgement.outcomes)
         held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
     return Verdict(held)
+
+
+def native_watch(spec: BudgetSpec) -> str:
+    """The probe to watch beside a spec whose every budget is blind to native memory (heap,
+    py_blocks, gc_objects), or "": such a test passes while a C extension grows the process,
+    and a note says so."""
+    if spec.budgets and all(PROBES[b.probe].blind_to_native for b in spec.budgets):
+        return NATIVE_WATCH
+    return ""
+
+
+def grows_clearly(probe: str, x: FloatArray, y: FloatArray, confidence: float) -> Trend | None:
+    """The trend of ``y`` when it fails the slope rule at zero with the probe's resolution
+    (growth that a ``probe=0`` budget would fail), else None."""
+    if len(y) < 2:
+        return None
+    t = trend(x, y, confidence)
+    return t if judge_slope(t, 0.0, resolution(probe, y), math.inf) is FAIL else None

@@ -53,6 +53,9 @@ class Measurement:
     #: sampled only as witnesses: judged for hold_back, never reported.
     witnesses: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hidden: frozenset[str] = frozenset()
+    #: A probe watched beside budgets blind to native memory (verdict.native_watch), for a
+    #: note on its clear growth; "" for none.
+    watch: str = ""
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)

@@ -59,18 +59,39 @@ def test_native_leak_rss_out_of_time(membudget):
         sum(range(2000))
         native_leak()
     membudget.run(slow_leak)
+
+def parser_arena():
+    # A binding over a C parser: an arena malloc'd per call and never freed, 32 KiB of it
+    # written; no Python object is involved.
+    arena = libc.malloc(109 * 1024)
+    ctypes.memset(arena, 1, 32 * 1024)
+
+@pytest.mark.membudget(heap=0)
+def test_native_leak_under_heap(membudget):
+    membudget.run(parser_arena)
+
+@pytest.mark.membudget(heap=0, py_blocks=0)
+def test_native_twin_under_heap(membudget):
+    membudget.run(native_twin)
 '''
 
-TESTS = ("test_native_leak_rss", "test_native_twin_rss", "test_native_leak_rss_out_of_time")
+TESTS = ("test_native_leak_rss", "test_native_twin_rss", "test_native_leak_rss_out_of_time",
+         "test_native_leak_under_heap", "test_native_twin_under_heap")
 
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     where = write_suite(tmp_path_factory.mktemp("native"), WORKLOADS, "test_native.py")
     for test in TESTS:
-        run_pytest(where, "-p", "no:randomly", "-q", f"test_native.py::{test}",
-                   "--no-membudget-evidence", timeout=300)
-    return {row["test"]: row for row in read_rows(where)}
+        done = run_pytest(where, "-p", "no:randomly", "-q", f"test_native.py::{test}",
+                          "--no-membudget-evidence", "--junit-xml", f"{test}.xml",
+                          timeout=300)
+        (where / f"{test}.out").write_text(done.stdout)
+    rows = {row["test"]: row for row in read_rows(where)}
+    for test, row in rows.items():
+        row["terminal"] = (where / f"{test}.out").read_text()
+        row["junit"] = (where / f"{test}.xml").read_text()
+    return rows
 
 
 def summary(row: dict) -> dict:
@@ -95,3 +116,20 @@ def test_a_witness_still_growing_at_the_cap_leaves_rss_inconclusive(rows) -> Non
     row = rows["test_native_leak_rss_out_of_time"]
     assert row["data"]["stopped"] == "cap", summary(row)
     assert row["data"]["probes"]["rss"]["verdict"] == "inconclusive", summary(row)
+
+
+def test_a_native_leak_under_a_heap_budget_passes_with_a_note(rows) -> None:
+    row = rows["test_native_leak_under_heap"]
+    assert row["outcome"] == "passed", summary(row)
+    [note] = row["data"]["notes"]
+    assert note["probe"] == "rss" and note["ci"][0] > 16 * 1024, note
+    assert list(row["data"]["probes"]) == ["heap"]  # RSS was watched, not reported
+    assert "native memory, outside what heap measures" in row["terminal"]
+    assert "rss=0 or malloc=0 would judge it" in row["terminal"]
+    assert 'name="membudget.note"' in row["junit"]
+
+
+def test_a_clean_native_step_under_a_heap_budget_has_no_note(rows) -> None:
+    row = rows["test_native_twin_under_heap"]
+    assert row["outcome"] == "passed" and row["data"]["notes"] == [], summary(row)
+    assert "native memory" not in row["terminal"]
