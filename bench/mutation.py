@@ -79,7 +79,7 @@ MUTANTS = (
     Mutant("no-witness", "a flat RSS is no pass while py_blocks grows", "judge/verdict.py",
            "    if spec.run.iterations is not None:\n        return {}", "    return {}"),
     Mutant("witness-at-zero", "the witness holds a pass only above the budget's rate",
-           "judge/verdict.py", "o.budget.limit / SMALLEST_BLOCK", "0.0"),
+           "judge/verdict.py", "limit / info.least_bytes", "0.0"),
 )
 
 

@@ -274,15 +274,22 @@ class ReportCollector:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    from pytest_membudget.render.session import inconclusive_summary, summary_table
+    from pytest_membudget.render.session import (
+        inconclusive_summary,
+        notes_summary,
+        summary_table,
+    )
 
     results = config.stash.get(REPORTS_KEY, [])
     lines = summary_table(results, config.get_verbosity())
     # Shown at every verbosity: an inconclusive budget is a green test nobody would notice.
     unsettled = inconclusive_summary(results)
-    if lines or unsettled:
+    notes = notes_summary(results)
+    if lines or unsettled or notes:
         terminalreporter.write_sep("-", "membudget")
     for line in lines:
         terminalreporter.write_line(line)
     for line in unsettled:
+        terminalreporter.write_line(line, yellow=True)
+    for line in notes:
         terminalreporter.write_line(line, yellow=True)

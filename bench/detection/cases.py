@@ -13,7 +13,6 @@ the per-iteration cost resembles a real inner loop and the allocator sees transi
 from __future__ import annotations
 
 import collections
-import ctypes
 import functools
 import itertools
 import os
@@ -34,30 +33,11 @@ from bench.detection.registry import (
     missing_requirements,
 )
 from bench.detection.registry import add as _add
+from bench.detection.registry import libc_handle as _libc_handle
 from bench.detection.registry import work as _work
 
 # The corpus's users import the registry's names from here, where the cases are registered.
 __all__ = ["CASES", "Case", "Step", "close_step", "missing_requirements", "select"]
-
-# --------------------------------------------------------------------------------------------
-# native memory through libc, invisible to tracemalloc
-
-_libc: ctypes.CDLL | None = None
-
-
-def _libc_handle() -> ctypes.CDLL:
-    global _libc
-    if _libc is None:
-        libc = ctypes.CDLL(None)
-        libc.malloc.restype = ctypes.c_void_p
-        libc.malloc.argtypes = [ctypes.c_size_t]
-        libc.free.restype = None
-        libc.free.argtypes = [ctypes.c_void_p]
-        libc.memset.restype = ctypes.c_void_p
-        libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-        _libc = libc
-    return _libc
-
 
 # --------------------------------------------------------------------------------------------
 # leaks: Python objects kept in a global registry (rss ladder, python)
@@ -669,4 +649,5 @@ def select(patterns: str | None, *, heldout: bool = False) -> list[Case]:
 
 # The held-out cases register themselves in CASES (tagged "heldout"), so that the generated
 # tests and the bare loops find them by name; select() keeps them apart from the corpus.
-import bench.detection.heldout  # noqa: E402, F401  (cases -> heldout -> registry)
+import bench.detection.heldout  # noqa: E402  (cases -> heldout -> registry)
+import bench.detection.native_shapes  # noqa: E402, F401  (cases -> native_shapes -> registry)

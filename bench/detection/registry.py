@@ -4,6 +4,7 @@ cases keep their objects in, and the ordinary work each step does."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,3 +62,21 @@ def missing_requirements(case: Case) -> list[str]:
     import importlib.util
 
     return [module for module in case.needs if importlib.util.find_spec(module) is None]
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def libc_handle() -> ctypes.CDLL:
+    """libc through ctypes, with the signatures the cases call."""
+    global _libc
+    if _libc is None:
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.free.restype = None
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.memset.restype = ctypes.c_void_p
+        libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        _libc = libc
+    return _libc

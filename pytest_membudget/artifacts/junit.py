@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.render.session import inconclusive_reasons
+from pytest_membudget.render.session import inconclusive_reasons, note_reasons
 from pytest_membudget.render.units import budget_text, fmt, slope_text
 from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
@@ -22,6 +22,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
              ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
                                       f"warm-up ({data.get('stopped')})")]
     props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
+    props += [("membudget.note", line) for line in note_reasons(data)]
     for name, probe in data.get("probes", {}).items():
         props += [
             (f"membudget.{name}.slope", slope_text(name, probe.get("slope"), probe.get("ci"))),

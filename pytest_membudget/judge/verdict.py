@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_membudget.catalog import PROBES, WITNESS_RESOLUTION
+from pytest_membudget.catalog import NATIVE_WATCH, PROBES
 from pytest_membudget.judge.fit import FloatArray, Trend, trend
 from pytest_membudget.judge.spec import Budget, BudgetSpec
 from pytest_membudget.vocabulary import BudgetKind, Status
@@ -126,44 +126,69 @@ def judge(
     })
 
 
-#: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
-#: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
-SMALLEST_BLOCK = 16
-
-
-def witnesses(spec: BudgetSpec) -> dict[str, str]:
-    """Coarse probe -> its exact witness (catalog ``witness``), for the slope budgets of an
-    auto run. A fixed run reports what it measured; an auto run decides when to stop, and a
-    coarse probe must not stop it with a pass that the exact count contradicts."""
+def witnesses(spec: BudgetSpec) -> dict[str, tuple[str, ...]]:
+    """Coarse probe -> its exact witnesses (catalog ``witnesses``), for the slope budgets of
+    an auto run. A fixed run reports what it measured; an auto run decides when to stop, and
+    a coarse probe must not stop it with a pass that an exact count contradicts."""
     if spec.run.iterations is not None:
         return {}
-    return {b.probe: PROBES[b.probe].witness for b in spec.budgets
-            if b.kind is BudgetKind.SLOPE and PROBES[b.probe].witness}
+    return {b.probe: PROBES[b.probe].witnesses for b in spec.budgets
+            if b.kind is BudgetKind.SLOPE and PROBES[b.probe].witnesses}
+
+
+def witness_grows(t: Trend, witness: str, limit: float, longest_tail: float) -> bool:
+    """Whether a witness's trend fails the slope rule at a budget of ``limit`` bytes per
+    iteration, in its own units and with its own resolution (catalog)."""
+    info = PROBES[witness]
+    return judge_slope(t, limit / info.least_bytes, info.witness_resolution,
+                       longest_tail) is FAIL
 
 
 def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
-              witnessed: dict[str, str], confidence: float, longest_tail: float) -> Verdict:
-    """A coarse probe's passing slope budget turns ambiguous while its witness grows clearly
-    (a failure of the witness's slope rule at the budget's rate, in blocks, with
-    WITNESS_RESOLUTION). RSS moves in pages and the allocators keep free slots in reserve,
-    so a window can read flat while Python's blocks grow by one per iteration (a float kept
-    per call fills the reserve first). The run then goes on until RSS shows it, the blocks
-    stop, or time is up."""
+              witnessed: dict[str, tuple[str, ...]], confidence: float,
+              longest_tail: float) -> Verdict:
+    """A coarse probe's passing slope budget turns ambiguous while one of its witnesses grows
+    clearly (a failure of the witness's slope rule at the budget's rate, with the witness's
+    own resolution). RSS moves in pages and the allocators keep free slots in reserve, so a
+    window can read flat while Python's blocks grow by one per iteration (a float kept per
+    call fills pymalloc's reserve first), or while glibc's bytes in use grow by 80 per call
+    (served from the free chunks of a fragmented heap). The run then goes on until RSS shows
+    it, the witness stops, or time is up: a witness still growing at the cap leaves the
+    budget inconclusive, never a clear pass."""
     held = dict(verdict.probes)
-    for coarse, witness in witnessed.items():
+    for coarse, names in witnessed.items():
         judgement = held.get(coarse)
-        if judgement is None or witness not in series:
+        present = [w for w in names if w in series]
+        if judgement is None or not present:
             continue
         passing = [o for o in judgement.outcomes
                    if o.budget.kind is BudgetKind.SLOPE and o.status is PASS]
         if not passing:
             continue
-        t = trend(x, series[witness], confidence)
+        trends = {w: trend(x, series[w], confidence) for w in present}
         outcomes = tuple(
             Outcome(o.budget, AMBIGUOUS, o.measured)
-            if o in passing and judge_slope(t, o.budget.limit / SMALLEST_BLOCK,
-                                            WITNESS_RESOLUTION, longest_tail) is FAIL
+            if o in passing and any(witness_grows(t, w, o.budget.limit, longest_tail)
+                                    for w, t in trends.items())
             else o
             for o in judgement.outcomes)
         held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
     return Verdict(held)
+
+
+def native_watch(spec: BudgetSpec) -> str:
+    """The probe to watch beside a spec whose every budget is blind to native memory (heap,
+    py_blocks, gc_objects), or "": such a test passes while a C extension grows the process,
+    and a note says so."""
+    if spec.budgets and all(PROBES[b.probe].blind_to_native for b in spec.budgets):
+        return NATIVE_WATCH
+    return ""
+
+
+def grows_clearly(probe: str, x: FloatArray, y: FloatArray, confidence: float) -> Trend | None:
+    """The trend of ``y`` when it fails the slope rule at zero with the probe's resolution
+    (growth that a ``probe=0`` budget would fail), else None."""
+    if len(y) < 2:
+        return None
+    t = trend(x, y, confidence)
+    return t if judge_slope(t, 0.0, resolution(probe, y), math.inf) is FAIL else None

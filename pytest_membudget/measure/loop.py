@@ -19,7 +19,7 @@ from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import judge, witnesses
+from pytest_membudget.judge.verdict import judge, native_watch, witnesses
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -46,15 +46,19 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
     probes = {name: create(name, options) for name in names}
     wanted = witnesses(spec)
     hidden = set()
-    for witness in dict.fromkeys(wanted.values()):
+    watch = native_watch(spec)
+    for witness in dict.fromkeys([*(w for names in wanted.values() for w in names),
+                                  *([watch] if watch else [])]):
         if witness not in probes:
             probe = create(witness, options)
             if not probe.unavailable():
                 probes[witness] = probe
                 hidden.add(witness)
     m = storage(spec, probes, capacity_for(spec))
-    m.witnesses = {coarse: w for coarse, w in wanted.items() if coarse in probes and w in probes}
+    m.witnesses = {coarse: tuple(w for w in names if w in probes)
+                   for coarse, names in wanted.items() if coarse in probes}
     m.hidden = frozenset(hidden)
+    m.watch = watch if watch in probes else ""
     return m
 
 

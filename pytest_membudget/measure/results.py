@@ -99,6 +99,8 @@ class MembudgetResult:
     #: Index in each probe's samples of the measured window's first sample: the samples
     #: before it are the warm-up's.
     window_start: int = 0
+    #: What the budgets could not see but the run did (native_note): never a failure.
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[BudgetOutcome]:
@@ -134,6 +136,7 @@ class MembudgetResult:
             "failures": [o.to_dict() for o in self.failures],
             "inconclusive": [u.to_dict() for u in self.unsettled],
             "evidence": self.evidence_data,
+            "notes": list(self.notes),
             "settings": dict(self.settings),
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
         }
@@ -210,6 +213,24 @@ def build_result(m: Measurement) -> MembudgetResult:
     return MembudgetResult(
         iterations=m.measured, warmup=m.warmup_done, stopped=stopped, seconds=m.seconds,
         probes=probes, evidence_data=m.evidence, complete=finished, settings=run,
-        window_start=m.window_start,
+        window_start=m.window_start, notes=native_note(m) if finished else [],
     )
+
+
+def native_note(m: Measurement) -> list[dict[str, Any]]:
+    """A note when the budgets are all blind to native memory and the probe watched beside
+    them (RSS) grew clearly over the window: the slope, its bounds, what the budgets did
+    not see and the budgets that would judge it."""
+    if not m.watch:
+        return []
+    from pytest_membudget.judge.verdict import grows_clearly
+
+    x, series = m.window()
+    t = grows_clearly(m.watch, x, series[m.watch], m.spec.run.confidence)
+    if t is None:
+        return []
+    budgeted = sorted({b.probe for b in m.spec.budgets})
+    return [{"kind": "native_growth", "probe": m.watch, "slope": finite_or_none(t.slope),
+             "ci": [finite_or_none(t.lower), finite_or_none(t.upper)], "budgeted": budgeted,
+             "would_judge": [f"{m.watch}=0", "malloc=0"]}]
 

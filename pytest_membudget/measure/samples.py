@@ -49,10 +49,13 @@ class Measurement:
     evidence: dict[str, Any] = field(default_factory=dict)
     #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
     source_peaks: dict[str, float] = field(default_factory=dict)
-    #: Coarse probe -> the exact probe sampled beside it (verdict.witnesses), and the probes
+    #: Coarse probe -> the exact probes sampled beside it (verdict.witnesses), and the probes
     #: sampled only as witnesses: judged for hold_back, never reported.
-    witnesses: dict[str, str] = field(default_factory=dict)
+    witnesses: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hidden: frozenset[str] = frozenset()
+    #: A probe watched beside budgets blind to native memory (verdict.native_watch), for a
+    #: note on its clear growth; "" for none.
+    watch: str = ""
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)

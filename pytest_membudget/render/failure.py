@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.render.retention import native_lines, path_lines
-from pytest_membudget.render.session import inconclusive_reasons
+from pytest_membudget.render.session import inconclusive_reasons, note_reasons
 from pytest_membudget.render.units import fmt, short_path, sparkline, stopped_text, table
 from pytest_membudget.vocabulary import BudgetKind
 
@@ -54,6 +54,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
         f"bounds are one-sided at {confidence:.0%}",
     ]
     lines += [f"  - {reason}" for reason in reasons]
+    lines += [f"  note: {line}" for line in note_reasons({"notes": result.notes})]
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)

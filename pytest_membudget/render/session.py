@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.render.units import bounds_text, budget_text, fmt, stopped_text, table
+from pytest_membudget.render.units import (
+    bounds_text,
+    budget_text,
+    fmt,
+    slope_text,
+    stopped_text,
+    table,
+)
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy
 
 
@@ -101,3 +108,25 @@ def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
         ways = _settle_ways(entry, data)
         lines.append(line + ("; settle it with " + "; or ".join(ways) if ways else ""))
     return lines
+
+
+def note_reasons(data: dict[str, Any]) -> list[str]:
+    """One line per note of the result (growth the budgets could not see): a note, never a
+    failure."""
+    lines = []
+    for note in data.get("notes", ()):
+        if note.get("kind") != "native_growth":
+            continue
+        probe = str(note.get("probe"))
+        budgeted = ", ".join(note.get("budgeted", ()))
+        lines.append(
+            f"{probe} grew {slope_text(probe, note.get('slope'), note.get('ci'))}: native "
+            f"memory, outside what {budgeted} measures; "
+            f"{' or '.join(note.get('would_judge', ()))} would judge it")
+    return lines
+
+
+def notes_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The lines below the table for every test with a note."""
+    lines = [f"  {nodeid}: {line}" for nodeid, data in results for line in note_reasons(data)]
+    return [f"membudget: {len(lines)} note(s):", *lines] if lines else []
