@@ -197,7 +197,10 @@ def short(nodeid: str) -> str:
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("sweep")
     (where / "test_suite.py").write_text(SUITE)
-    (where / "pytest.ini").write_text("[pytest]\n")
+    # Room for the leaky tests' full verdicts on a loaded machine: under two xdist workers
+    # beside other work, the thread leak's confirmation (a thread started per call, each
+    # rise re-read before it is believed) could exceed the default 2 s and be cut short.
+    (where / "pytest.ini").write_text("[pytest]\nmembudget_sweep_seconds = 10\n")
     return where
 
 
