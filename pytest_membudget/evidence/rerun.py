@@ -87,6 +87,8 @@ class _Before:
     threads: set[int | None] = field(default_factory=set)
     fds: set[str] = field(default_factory=set)
     sites: list[dict[str, Any]] = field(default_factory=list)
+    #: Net growth of every traced allocation in the rerun, in bytes (None untraced).
+    traced: int | None = None
     done: int = 0
     extra: int = 0
 
@@ -131,7 +133,7 @@ def collect(
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
     own = (state, state.types, state.sites, state.threads, state.fds, state.atoms,
-           state.atoms.before, state.fresh, state.paths, *state.sites)
+           state.atoms.before, state.fresh, state.paths, state.traced, *state.sites)
     grown = type_counts(exclude=own, atoms=state.atoms) if memory else Counter()
     del own  # it holds the rerun's objects, which the retaining paths must not meet
     grown.subtract(state.types)
@@ -207,7 +209,8 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
                                    now + min(longest, max(shortest, left)))
     collect_quietly()
     if before is not None:
-        state.sites = growing_sites(before, tracemalloc.take_snapshot(), state.done)
+        state.sites, state.traced = growing_sites(before, tracemalloc.take_snapshot(),
+                                                  state.done)
     del before
     wanted = {(s["file"], s["line"]) for s in state.sites
               if s["via"] is None and is_library(s["file"])}
@@ -231,6 +234,8 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
                 site["via_code"] = source_line(*via)
         result["sites"] = sites
         result["heap_growth"] = sum(s["bytes"] for s in sites)
+        if state.traced is not None and done:
+            result["traced_per_iter"] = round(state.traced / done, 1)
         result["paths"] = state.paths
         result["types"] = [
             {"type": name, "count": count, "per_iter": round(count / (done + extra), 2)}

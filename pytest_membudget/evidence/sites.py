@@ -28,10 +28,11 @@ def _filename(frame: tracemalloc.Frame) -> str:
 
 def growing_sites(
     before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, iterations: int
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
     """Net growth per allocation site: the innermost frame of each allocation, and the
-    innermost frame of the user's own code beneath it when the site is in a library.
-    Allocations made by pytest or this plugin are left out."""
+    innermost frame of the user's own code beneath it when the site is in a library; and the
+    net growth of every site together (the top sites' sum leaves out the many small ones,
+    and the sites that shrank). Allocations made by pytest or this plugin are left out."""
 
     def by_site(snapshot: tracemalloc.Snapshot) -> dict[tuple[str, int], list[Any]]:
         sites: dict[tuple[str, int], list[Any]] = {}
@@ -63,7 +64,8 @@ def growing_sites(
                 "via": via,
             })
     grown.sort(key=lambda s: s["bytes"], reverse=True)
-    return grown[:TOP]
+    net = sum(e[0] for e in end.values()) - sum(e[0] for e in start.values())
+    return grown[:TOP], net
 
 
 def callers(wanted: set[tuple[str, int]],

@@ -17,6 +17,8 @@ import numpy as np
 
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
+from pytest_membudget.evidence.share import explain
+from pytest_membudget.judge.fit import trend
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import judge, native_watch, witnesses
@@ -181,7 +183,22 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     slopes = {name: m.verdict.probes[name].trend.slope for name in failing}
     count = evidence_iterations(m.measured, slopes)
     evidence.update((yield from collect_evidence(failing, count, iteration)))
+    explained = explain(slopes, evidence.get("traced_per_iter"), _native_slope(m))
+    if explained is not None:
+        evidence["explained"] = explained
     return evidence
+
+
+def _native_slope(m: Measurement) -> float | None:
+    """The malloc probe's slope over the window, where it was sampled (budgeted, or as a
+    witness): native memory held in use."""
+    if "malloc" not in m.probes:
+        return None
+    judged = m.verdict.probes.get("malloc") if m.verdict is not None else None
+    if judged is not None:
+        return judged.trend.slope
+    x, series = m.window()
+    return trend(x, series["malloc"], m.spec.run.confidence).slope if len(x) > 1 else None
 
 
 _primed = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.render.retention import native_lines, path_lines
 from pytest_membudget.render.session import inconclusive_reasons, note_reasons
 from pytest_membudget.render.units import fmt, short_path, sparkline, stopped_text, table
@@ -191,6 +192,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
                 "  tracemalloc saw no growing Python allocation: the growth is native memory "
                 "(C extensions, malloc, torch's CPU allocator), which tracemalloc cannot see"
             )
+    if evidence.get("explained"):
+        lines.append(explained_line(evidence["explained"]))
     if "native" in evidence:
         lines += native_lines(evidence["native"])
     types = evidence.get("types")
@@ -216,6 +219,42 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     # A rerun with nothing to show (an untraced probe failed; no thread nor descriptor was
     # left open) gets no heading of its own.
     return lines if len(lines) > 2 else []
+
+
+#: A part this much over the whole reads as all of it (the two slopes come from different
+#: runs: the window, and the evidence's rerun).
+ALL_OF_IT = 1.1
+
+
+def _share(part: float, whole: float) -> str:
+    share = part / whole
+    return f"{min(share, 1.0):.0%}" if share <= ALL_OF_IT else "more than all of it"
+
+
+def explained_line(found: dict[str, Any]) -> str:
+    """What share of the failing slope the traced allocations account for, and what the rest
+    is (evidence/share.py)."""
+    probe, slope, traced = found["probe"], found["slope"], found["traced"]
+    line = (f"  explained: traced Python allocations account for "
+            f"{fmt('heap', traced, per_iter=True)} of {probe}'s "
+            f"{fmt(probe, slope, per_iter=True)} ({_share(traced, slope)})")
+    rest = found.get("rest")
+    native = found.get("native")
+    if rest == "native" and native is not None:
+        return (line + f"; the rest is native memory held in use: malloc's bytes in use grow "
+                f"{fmt('malloc', native, per_iter=True)} ({_share(native, slope)})")
+    if rest == "native":
+        return line + "; the rest is native memory in use, which tracemalloc cannot see"
+    if rest == "free":
+        return (line + f"; malloc's bytes in use grow only "
+                f"{fmt('malloc', native, per_iter=True)} ({_share(max(native, 0.0), slope)}): "
+                "the rest is memory outside malloc's bytes in use, either free memory the "
+                f"allocator keeps (fragmentation: try {FRAGMENTATION_REMEDIES}) or memory "
+                "mapped outside malloc (mmap, another allocator)")
+    if rest == "unknown":
+        return (line + "; the rest is native: budget malloc=0 beside it (glibc) to tell "
+                "memory held in use from memory the allocator keeps free")
+    return line
 
 
 def cuda_block_lines(rows: list[dict[str, Any]]) -> list[str]:
