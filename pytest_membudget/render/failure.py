@@ -245,7 +245,7 @@ def explained_line(found: dict[str, Any]) -> str:
                 f"{fmt('malloc', native, per_iter=True)} ({_share(native, slope)})")
     if rest == "native":
         return line + "; the rest is native memory in use, which tracemalloc cannot see"
-    if rest == "free":
+    if rest == "free" and native is not None:
         return (line + f"; malloc's bytes in use grow only "
                 f"{fmt('malloc', native, per_iter=True)} ({_share(max(native, 0.0), slope)}): "
                 "the rest is memory outside malloc's bytes in use, either free memory the "
