@@ -105,6 +105,8 @@ class Remedy(str, Enum):
     ITERATIONS = "iterations"
     #: a coarse probe (rss, uss): budget an exact one too (the catalog names which)
     EXACT_PROBE = "exact_probe"
+    #: the growth is held by a bounded cache still filling: a run long enough for it to fill
+    CACHE_FILLS = "cache_fills"
 
 
 class SweepMode(str, Enum):

@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_membudget.evidence.caches import is_lru_cache
 from pytest_membudget.vocabulary import RootKind
 
 #: Longest key shown in a step; a longer repr is cut.
@@ -107,6 +108,8 @@ def label(above: object, obj: object) -> str:
         return "(member)"
     if isinstance(above, types.CellType):
         return "(cell contents)"
+    if is_lru_cache(above):
+        return "(cache entry)"
     if isinstance(above, (types.GeneratorType, types.CoroutineType)):
         frame = getattr(above, "gi_frame", None) or getattr(above, "cr_frame", None)
         name = _key_of(frame.f_locals, obj) if frame is not None else None

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_membudget.evidence.caches import describe as describe_cache
 from pytest_membudget.evidence.frames import is_own
 from pytest_membudget.evidence.labels import Root, label, object_type, root_of_frame
 from pytest_membudget.vocabulary import RootKind
@@ -55,15 +56,21 @@ class _Search:
     below: dict[tuple[str, int], int | None] = field(default_factory=dict)
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept_by_c: dict[str, object] = field(default_factory=dict)
+    #: The bounded caches met on the paths found, with the description each path shows.
+    caches: list[tuple[object, dict[str, Any]]] = field(default_factory=list)
     visited: int = 0
     stopped: str = ""
 
 
 def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object]],
-                    deadline: float, ignored: Iterable[object] = ()) -> list[dict[str, Any]]:
+                    deadline: float, ignored: Iterable[object] = (),
+                    caches: list[tuple[object, dict[str, Any]]] | None = None,
+                    ) -> list[dict[str, Any]]:
     """For each of the first PATH_TYPES of ``grown`` (type name, count; most first), a path
     from a root to one of the type's new objects (``new``: type name -> objects), or the
-    reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value)."""
+    reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value). A path
+    through a bounded cache says so (``cache``); ``caches`` receives each such cache and the
+    description its paths show, for the caller to read how fast it fills."""
     top = list(grown[:PATH_TYPES])
     modules = {id(vars(m)): m for m in list(sys.modules.values())
                if isinstance(m, types.ModuleType)}
@@ -71,7 +78,7 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     search = _Search(deadline, modules, _frame_locals(), set(), new_ids)
     samples = [obj for name, _ in top for obj in new.get(name, ())[-SAMPLES:]]
     own = [*ignored, new, grown, top, *new.values(), samples, search, search.seen,
-           search.kept_by_c]
+           search.kept_by_c, search.caches]
     search.ignored.update(map(id, own))
     del own
     if samples:
@@ -88,6 +95,9 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
         else:
             entry["reason"] = search.stopped or f"no root within {MOST_DEPTH} references"
         found.append(entry)
+    if caches is not None:
+        caches.extend(search.caches)
+    search.caches.clear()
     return found
 
 
@@ -172,8 +182,23 @@ def _found(s: _Search, root: Root, top: object, name: str) -> None:
     for depth, obj in enumerate(chain):
         other = s.new_ids.get(id(obj))
         if other is not None and other not in s.paths:
-            s.paths[other] = _path(root, chain[: depth + 1])
-    s.paths.setdefault(name, _path(root, chain))
+            s.paths[other] = _with_cache(s, root, chain[: depth + 1])
+    if name not in s.paths:
+        s.paths[name] = _with_cache(s, root, chain)
+
+
+def _with_cache(s: _Search, root: Root, chain: list[object]) -> dict[str, Any]:
+    """The path down ``chain``, with the first bounded cache on it (the root's own object
+    first: a closure or a module global may be the cache)."""
+    path = _path(root, chain)
+    for obj in (root.holder, *chain):
+        cache = next((c for o, c in s.caches if o is obj), None) or describe_cache(obj)
+        if cache is not None:
+            if all(o is not obj for o, _ in s.caches):
+                s.caches.append((obj, cache))
+            path["cache"] = cache
+            break
+    return path
 
 
 def _class_or_closure(ref: object, child: object) -> Root | None:

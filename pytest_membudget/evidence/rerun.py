@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.caches import fill_rates, still_filling
 from pytest_membudget.evidence.census import (
     Atoms,
     fd_targets,
@@ -84,6 +85,8 @@ class _Before:
     #: lists); None where this Python's freeze does not set the old ones apart.
     fresh: list[object] | None = None
     paths: list[dict[str, Any]] = field(default_factory=list)
+    #: The bounded caches the paths run through, and the description each path shows.
+    caches: list[tuple[object, dict[str, Any]]] = field(default_factory=list)
     threads: set[int | None] = field(default_factory=set)
     fds: set[str] = field(default_factory=set)
     sites: list[dict[str, Any]] = field(default_factory=list)
@@ -133,13 +136,16 @@ def collect(
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
     own = (state, state.types, state.sites, state.threads, state.fds, state.atoms,
-           state.atoms.before, state.fresh, state.paths, state.traced, *state.sites)
+           state.atoms.before, state.fresh, state.paths, state.caches, state.traced,
+           *state.sites)
     grown = type_counts(exclude=own, atoms=state.atoms) if memory else Counter()
     del own  # it holds the rerun's objects, which the retaining paths must not meet
     grown.subtract(state.types)
     if memory:
         state.paths = _retaining(state, grown)
     result = _report(state, grown)
+    if state.caches:
+        result["bounded"] = yield from _cache_fill(state, start_iteration)
     if memory and native_wanted(failing, state.sites):
         result["native"] = yield from native_stacks(
             start_iteration + state.done + state.extra, iterations)
@@ -187,9 +193,24 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
     state.fresh, state.atoms.new = [], []
     deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
     try:
-        return retaining_paths(top, new, deadline, ignored=(state, names, top))
+        return retaining_paths(top, new, deadline, ignored=(state, names, top),
+                               caches=state.caches)
     finally:
         new.clear()
+
+
+def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[str, Any]]]:
+    """How full each bounded cache on the paths is and how fast it fills, read over a few
+    more iterations; then the caches that hold all the growth the paths found (empty when
+    some of it is held elsewhere)."""
+    caches = {id(obj): obj for obj, _ in state.caches}
+    rates, done = yield from fill_rates(caches, start + state.done + state.extra)
+    state.extra += done
+    for obj, description in state.caches:
+        description.update(rates.get(id(obj), {}))
+    state.caches.clear()
+    del caches
+    return still_filling(state.paths)
 
 
 def _traced(state: _Before, iterations: int, start_iteration: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
@@ -26,6 +26,51 @@ def _filename(frame: tracemalloc.Frame) -> str:
     return frame.filename
 
 
+def _raw_traces(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, tuple[Any, ...]]]:
+    """(size, frames innermost first as (filename, line) pairs) of every trace. The
+    snapshot's own tuples where this Python keeps them as tracemalloc.py always has (a
+    snapshot of a traced test holds every allocation since it began: tens of thousands of
+    traces, and a Trace, Traceback and Frame object made for each cost seconds); the public
+    objects elsewhere."""
+    raw = getattr(snapshot.traces, "_traces", None)
+    if isinstance(raw, list) and (not raw or (isinstance(raw[0], tuple) and len(raw[0]) >= 3
+                                              and isinstance(raw[0][2], tuple))):
+        return ((trace[1], trace[2]) for trace in raw)
+    return ((trace.size, tuple((f.filename, f.lineno) for f in reversed(trace.traceback)))
+            for trace in snapshot.traces)
+
+
+def _by_site(snapshot: tracemalloc.Snapshot,
+             kinds: dict[str, tuple[bool, bool]]) -> dict[tuple[str, int], list[Any]]:
+    """Bytes and blocks per innermost frame, with the user's frame beneath a library's;
+    ``kinds`` caches each file's (own, library) test across snapshots."""
+    sites: dict[tuple[str, int], list[Any]] = {}
+    for size, frames in _raw_traces(snapshot):
+        if not frames:
+            continue
+        key = frames[0]
+        entry = sites.get(key)
+        if entry is None:
+            kind = kinds.get(key[0])
+            if kind is None:
+                kind = kinds[key[0]] = (is_own(key[0]), is_library(key[0]))
+            if kind[0]:
+                sites[key] = entry = [0, 0, None, True]
+            else:
+                via = None
+                if kind[1]:
+                    user = first_user(frames, _first)
+                    via = (user[0], user[1]) if user is not None else None
+                entry = sites[key] = [0, 0, via, False]
+        entry[0] += size
+        entry[1] += 1
+    return {key: entry for key, entry in sites.items() if not entry[3]}
+
+
+def _first(frame: tuple[str, int]) -> str:
+    return frame[0]
+
+
 def growing_sites(
     before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, iterations: int
 ) -> tuple[list[dict[str, Any]], int]:
@@ -33,29 +78,11 @@ def growing_sites(
     innermost frame of the user's own code beneath it when the site is in a library; and the
     net growth of every site together (the top sites' sum leaves out the many small ones,
     and the sites that shrank). Allocations made by pytest or this plugin are left out."""
-
-    def by_site(snapshot: tracemalloc.Snapshot) -> dict[tuple[str, int], list[Any]]:
-        sites: dict[tuple[str, int], list[Any]] = {}
-        for trace in snapshot.traces:
-            frames = list(trace.traceback)[::-1]  # innermost first
-            if not frames or is_own(frames[0].filename):
-                continue
-            key = (frames[0].filename, frames[0].lineno)
-            entry = sites.get(key)
-            if entry is None:
-                via = None
-                if is_library(frames[0].filename):
-                    user = first_user(frames, _filename)
-                    via = (user.filename, user.lineno) if user is not None else None
-                entry = sites[key] = [0, 0, via]
-            entry[0] += trace.size
-            entry[1] += 1
-        return sites
-
-    start, end = by_site(before), by_site(after)
+    kinds: dict[str, tuple[bool, bool]] = {}
+    start, end = _by_site(before, kinds), _by_site(after, kinds)
     grown = []
-    for site, (size, count, via) in end.items():
-        old_size, old_count, _ = start.get(site, (0, 0, None))
+    for site, (size, count, via, _) in end.items():
+        old_size, old_count = start[site][:2] if site in start else (0, 0)
         if size > old_size:
             grown.append({
                 "file": site[0], "line": site[1], "bytes": size - old_size,

@@ -176,6 +176,21 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
     return Verdict(held)
 
 
+def unsettle(verdict: Verdict, probes: set[str]) -> Verdict:
+    """The failing slope budgets of ``probes`` turned ambiguous: growth that the evidence
+    found held by a bounded cache still filling, which stops when the cache is full (a
+    finished run reports them inconclusive, with the cache)."""
+    changed = dict(verdict.probes)
+    for name in probes & changed.keys():
+        judgement = changed[name]
+        outcomes = tuple(
+            Outcome(o.budget, AMBIGUOUS, o.measured)
+            if o.status is FAIL and o.budget.kind is BudgetKind.SLOPE else o
+            for o in judgement.outcomes)
+        changed[name] = ProbeJudgement(name, judgement.trend, judgement.peak, outcomes)
+    return Verdict(changed)
+
+
 def native_watch(spec: BudgetSpec) -> str:
     """The probe to watch beside a spec whose every budget is blind to native memory (heap,
     py_blocks, gc_objects), or "": such a test passes while a C extension grows the process,

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
-from pytest_membudget.evidence.share import explain
+from pytest_membudget.evidence.share import COARSE, explain
 from pytest_membudget.judge.fit import trend
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import judge, native_watch, witnesses
+from pytest_membudget.judge.verdict import Verdict, judge, native_watch, unsettle, witnesses
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -89,6 +90,7 @@ def measure(
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
             m.evidence = yield from _evidence(m, probe_set, iteration)
+            m.verdict = _cache_held(m.verdict, m.evidence)
     finally:
         collection.release()
         probe_set.stop()
@@ -187,6 +189,23 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     if explained is not None:
         evidence["explained"] = explained
     return evidence
+
+
+def _cache_held(verdict: Verdict, evidence: dict[str, Any]) -> Verdict:
+    """A failure whose growth the evidence found held by bounded caches still filling (every
+    retaining path runs through one) turns inconclusive: the growth stops when they are full.
+    The coarse probes stay failed when the traced growth does not explain their slope (native
+    growth beside the cache). ``evidence["held"]`` names the probes."""
+    if not evidence.get("bounded"):
+        return verdict
+    explained = evidence.get("explained")
+    held = {name for name, p in verdict.probes.items()
+            if p.failed and PROBES[name].traced_evidence
+            and not (name in COARSE and explained and explained.get("rest") != "python")}
+    if not held:
+        return verdict
+    evidence["held"] = sorted(held)
+    return unsettle(verdict, held)
 
 
 def _native_slope(m: Measurement) -> float | None:

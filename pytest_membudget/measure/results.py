@@ -155,6 +155,8 @@ def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
     or more time for an auto run (whichever stopped it), and an exact probe beside a coarse
     one."""
     remedies = []
+    if outcome.probe in result.evidence_data.get("held", ()):
+        remedies.append(Remedy.CACHE_FILLS)
     if result.stopped is StopReason.FIXED:
         remedies.append(Remedy.ITERATIONS)
     elif result.stopped is StopReason.CAP:

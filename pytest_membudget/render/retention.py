@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_membudget.render.session import cache_text
 from pytest_membudget.render.units import fmt, short_path
 from pytest_membudget.vocabulary import RootKind
 
@@ -52,6 +53,8 @@ def path_lines(paths: Sequence[Mapping[str, Any]]) -> list[str]:
         if entry.get("path"):
             path = entry["path"]
             lines.append(head + path_text(path) + f"  [{path['root']['kind']}]")
+            if path.get("cache"):
+                lines.append(f"      through a bounded cache: {cache_text(path['cache'])}")
         else:
             lines.append(head + f"no path: {entry.get('reason', 'none found')}")
     return lines

@@ -82,11 +82,43 @@ def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
                         "max_iterations='none' to let max_seconds decide")
         elif remedy == Remedy.ITERATIONS:
             ways.append(f"a longer run (iterations={2 * int(iterations)}) or iterations='auto'")
+        elif remedy == Remedy.CACHE_FILLS:
+            ways.append(_fill_way(data))
         elif remedy == Remedy.EXACT_PROBE:
             exact = [f"{p}=0 for {PROBES[p].sees}" if p in PROBES else p
                      for p in entry.get("exact_probes", ())]
             ways.append("an exact probe beside it: " + " or ".join(exact))
     return ways
+
+
+#: Seconds a suggested max_seconds is rounded up to.
+SUGGESTED_STEP = 10.0
+
+
+def cache_text(cache: dict[str, Any]) -> str:
+    """``pkg.text_metrics (functools.lru_cache): 1616 of 4096 entries, +8/call, full in
+    about 310 calls``."""
+    text = (f"{cache.get('name')} ({cache.get('kind')}): {cache.get('currsize')} of "
+            f"{cache.get('maxsize')} entries")
+    if cache.get("per_call"):
+        text += f", +{cache['per_call']:g}/call"
+    if cache.get("calls_to_full"):
+        text += f", full in about {cache['calls_to_full']} calls"
+    return text
+
+
+def _fill_way(data: dict[str, Any]) -> str:
+    """A run long enough for the bounded caches that hold the growth to fill, at the pace of
+    the run that ended: the calls it ran and those the caches still need, twice over."""
+    caches = data.get("evidence", {}).get("bounded", ())
+    calls = max((int(c.get("calls_to_full") or 0) for c in caches), default=0)
+    ran = int(data.get("iterations", 0)) + int(data.get("warmup", 0))
+    seconds = float(data.get("seconds", 0.0))
+    suggested = 2 * seconds * (ran + calls) / max(ran, 1)
+    suggested = SUGGESTED_STEP * -(-suggested // SUGGESTED_STEP)
+    return ("a run long enough for the bounded cache that holds the growth to fill ("
+            + "; ".join(cache_text(c) for c in caches)
+            + f"): max_seconds={suggested:g} or more")
 
 
 def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:
