@@ -8,7 +8,9 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from itertools import filterfalse, islice
+from itertools import compress, filterfalse, islice, repeat
+from operator import is_
+from typing import Any
 
 _NUMBERS = (int, float, bool, type(None))
 
@@ -44,6 +46,9 @@ class Atoms:
     def __init__(self) -> None:
         self.before: set[int] | None = None
         self.new: list[object] = []
+        #: The untracked dicts of the count after the rerun: the collector's referrer search
+        #: never walks them, so the retaining paths look inside them themselves.
+        self.dicts: list[dict[Any, Any]] = []
 
     def note(self, atoms: dict[int, object]) -> None:
         if self.before is None:
@@ -51,6 +56,8 @@ class Atoms:
             return
         before = self.before
         self.new = list(islice((a for i, a in atoms.items() if i not in before), self.MOST))
+        self.dicts = list(islice((a for a in atoms.values() if type(a) is dict and a),
+                                 self.MOST))
 
 
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> Counter[str]:
@@ -65,7 +72,7 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> C
     objects = [obj for obj in gc.get_objects() if id(obj) not in left_out]
     by_type = Counter(map(type, objects))
     holders = [obj for obj in objects if type(obj) not in _CODE_TYPES]
-    found = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
+    found = _untracked(holders)
     by_type.update(map(type, found.values()))
     if atoms is not None:
         atoms.note(found)
@@ -75,6 +82,22 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> C
         if cls not in _NUMBERS:
             counts[type_name(cls)] += count
     return counts
+
+
+def _untracked(holders: list[object]) -> dict[int, object]:
+    """The untracked objects the ``holders`` hold, by id, and those the untracked dicts
+    among them hold in turn: the collector untracks a dict that holds only untracked
+    objects, and an lru_cache's dict of results, once collected, is such a dict (its results
+    are two levels below the wrapper that holds it)."""
+    found = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
+    values = list(found.values())
+    # type(ref) is dict, tested in C: a heap of a million objects has half a million atoms.
+    dicts = list(compress(values, map(is_, map(type, values), repeat(dict))))
+    del values
+    if dicts:
+        for ref in filterfalse(gc.is_tracked, gc.get_referents(*dicts)):
+            found.setdefault(id(ref), ref)
+    return found
 
 
 def type_name(cls: type) -> str:

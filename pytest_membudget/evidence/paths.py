@@ -32,6 +32,8 @@ FRONTIER = 12
 #: Objects the search may visit, and levels it may climb, before it stops short.
 MOST_OBJECTS = 2000
 MOST_DEPTH = 16
+#: Untracked dicts looked into between two looks at the clock.
+UNTRACKED_CHECK = 1024
 
 
 @dataclass(slots=True)
@@ -48,6 +50,9 @@ class _Search:
     #: ids of the new objects of the types searched, by type: a path through one of them
     #: is that type's path too.
     new_ids: dict[int, str]
+    #: The untracked dicts alive, which ``gc.get_referrers`` never walks (an lru_cache's
+    #: dict of results, once collected, is one).
+    untracked: Sequence[dict[Any, Any]] = ()
     #: Every object met, by id; and for each type searched, the id of the object below each
     #: one it met (None for a sample). Keyed by ids, so that nothing of the search's own but
     #: these dicts refers to what it walks. Each type keeps its own: two types' paths may
@@ -65,20 +70,22 @@ class _Search:
 def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object]],
                     deadline: float, ignored: Iterable[object] = (),
                     caches: list[tuple[object, dict[str, Any]]] | None = None,
+                    untracked: Sequence[dict[Any, Any]] = (),
                     ) -> list[dict[str, Any]]:
     """For each of the first PATH_TYPES of ``grown`` (type name, count; most first), a path
     from a root to one of the type's new objects (``new``: type name -> objects), or the
     reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value). A path
     through a bounded cache says so (``cache``); ``caches`` receives each such cache and the
-    description its paths show, for the caller to read how fast it fills."""
+    description its paths show, for the caller to read how fast it fills. ``untracked``: the
+    untracked dicts alive (evidence.census), looked into for what no tracked object holds."""
     top = list(grown[:PATH_TYPES])
     modules = {id(vars(m)): m for m in list(sys.modules.values())
                if isinstance(m, types.ModuleType)}
     new_ids = {id(obj): name for name, _ in top for obj in new.get(name, ())}
-    search = _Search(deadline, modules, _frame_locals(), set(), new_ids)
+    search = _Search(deadline, modules, _frame_locals(), set(), new_ids, untracked)
     samples = [obj for name, _ in top for obj in new.get(name, ())[-SAMPLES:]]
     own = [*ignored, new, grown, top, *new.values(), samples, search, search.seen,
-           search.kept_by_c, search.caches]
+           search.kept_by_c, search.caches, untracked]
     search.ignored.update(map(id, own))
     del own
     if samples:
@@ -146,30 +153,48 @@ def _climb(s: _Search, batch: list[object], origins: list[str], ahead: list[obje
     wanted: dict[int, list[str]] = {}
     for obj, name in zip(batch, origins, strict=True):
         wanted.setdefault(id(obj), []).append(name)
-    held = set()
+    held: set[int] = set()
     for ref in gc.get_referrers(*batch):
         if id(ref) in s.ignored or _own_code(ref):
             continue
         child = next((c for c in gc.get_referents(ref) if id(c) in wanted), None)
-        if child is None:
+        if child is not None:
+            held.add(id(child))
+            _step(s, ref, child, wanted[id(child)], ahead, ahead_origins)
+    missing = {i: names for i, names in wanted.items() if i not in held}
+    for checked, ref in enumerate(s.untracked if missing else ()):
+        if checked % UNTRACKED_CHECK == 0 and time.perf_counter() > s.deadline:
+            break
+        if id(ref) in s.ignored:
             continue
-        held.add(id(child))
-        module = s.module_dicts.get(id(ref))
-        root = (Root(RootKind.MODULE, module.__name__, module) if module is not None
-                else _class_or_closure(ref, child))
-        for name in wanted[id(child)]:
-            if name in s.paths:
-                continue
-            if root is not None:
-                _found(s, root, child, name)
-            elif (name, id(ref)) not in s.below:
-                s.seen[id(ref)], s.below[name, id(ref)] = ref, id(child)
-                s.visited += 1
-                ahead.append(ref)
-                ahead_origins.append(name)
+        child = next((c for c in gc.get_referents(ref) if id(c) in missing), None)
+        if child is not None:
+            held.add(id(child))
+            _step(s, ref, child, missing.pop(id(child)), ahead, ahead_origins)
+            if not missing:
+                break
     for obj, name in zip(batch, origins, strict=True):
         if id(obj) not in held:
             s.kept_by_c.setdefault(name, obj)
+
+
+def _step(s: _Search, ref: object, child: object, names: list[str], ahead: list[object],
+          ahead_origins: list[str]) -> None:
+    """``ref`` holds ``child``: a root for the types of ``names`` that have no path yet, or
+    the next level's object."""
+    module = s.module_dicts.get(id(ref))
+    root = (Root(RootKind.MODULE, module.__name__, module) if module is not None
+            else _class_or_closure(ref, child))
+    for name in names:
+        if name in s.paths:
+            continue
+        if root is not None:
+            _found(s, root, child, name)
+        elif (name, id(ref)) not in s.below:
+            s.seen[id(ref)], s.below[name, id(ref)] = ref, id(child)
+            s.visited += 1
+            ahead.append(ref)
+            ahead_origins.append(name)
 
 
 def _found(s: _Search, root: Root, top: object, name: str) -> None:

@@ -191,12 +191,14 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
         if name in new:
             new[name].append(obj)
     state.fresh, state.atoms.new = [], []
+    untracked, state.atoms.dicts = state.atoms.dicts, []
     deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
     try:
         return retaining_paths(top, new, deadline, ignored=(state, names, top),
-                               caches=state.caches)
+                               caches=state.caches, untracked=untracked)
     finally:
         new.clear()
+        untracked.clear()
 
 
 def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[str, Any]]]:

@@ -4,6 +4,7 @@ root, and says when its search stopped short."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 from typing import Any, ClassVar
 
@@ -112,3 +113,43 @@ def test_a_search_out_of_time_says_it_stopped_short() -> None:
 def test_a_type_without_a_new_object_to_start_from_gets_a_reason() -> None:
     found = retaining_paths([("list", 3)], {}, deadline=time.perf_counter() + 1)
     assert "path" not in found[0] and "no new object" in found[0]["reason"]
+
+
+@functools.cache
+def _unbounded(key: int) -> tuple[int, ...]:
+    return tuple(range(key % 7, key % 7 + 48))
+
+
+@functools.lru_cache(maxsize=100_000)
+def _bounded(key: int) -> list[int]:
+    return [key]
+
+
+def test_an_unbounded_caches_dict_is_looked_into_though_the_collector_untracks_it() -> None:
+    # Its results are tuples of ints, and once collected the dict holding them is untracked:
+    # the collector's referrer search never walks it.
+    _unbounded.cache_clear()
+    calls = iter(range(10**9))
+    evidence = evidence_of(lambda: _unbounded(next(calls)), {"gc_objects"})
+    path = path_of(evidence, "tuple")
+    assert path["root"]["kind"] == RootKind.MODULE.value
+    assert path["steps"][0]["step"] == "_unbounded"
+    assert [s["type"] for s in path["steps"]] == [
+        "functools._lru_cache_wrapper", "dict", "tuple"]
+    assert "cache" not in path  # unbounded: it never stops
+    assert not evidence.get("bounded")
+    _unbounded.cache_clear()
+
+
+def test_a_bounded_cache_on_the_path_says_how_full_it_is_and_how_fast_it_fills() -> None:
+    _bounded.cache_clear()
+    calls = iter(range(10**9))
+    evidence = evidence_of(lambda: _bounded(next(calls)), {"gc_objects"})
+    path = path_of(evidence, "list")
+    cache = path["cache"]
+    assert cache["kind"] == "functools.lru_cache" and cache["maxsize"] == 100_000
+    assert cache["name"].endswith("_bounded")
+    assert 0 < cache["currsize"] < 100_000 and cache["per_call"] == 1
+    assert cache["calls_to_full"] == 100_000 - cache["currsize"]
+    assert evidence["bounded"] == [cache]
+    _bounded.cache_clear()
