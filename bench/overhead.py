@@ -157,7 +157,13 @@ def main() -> None:
                         help="import torch first (workers forked from a training-size process)")
     parser.add_argument("--tree-only", action="store_true",
                         help="only the process-tree probes (children, children_uss, tree_pss)")
+    parser.add_argument("--watch-only", action="store_true",
+                        help="only what the RSS watched beside budgets blind to native memory "
+                             "costs (py_blocks and heap budgets, with and without it)")
     args = parser.parse_args()
+    if args.watch_only:
+        watch_rows(args.repeats)
+        return
     if args.torch:
         import torch  # noqa: F401
 
@@ -197,6 +203,28 @@ LENGTHS: tuple[tuple[float, int | str], ...] = (
     (1e-4, 2000), (1e-3, 1000), (1e-2, 200), (1e-3, "auto"))
 TREE_LENGTHS: tuple[tuple[float, int | str], ...] = (
     (1e-3, 1000), (1e-2, 200), (1e-3, "auto"), (1e-2, "auto"))
+
+
+def watch_rows(repeats: int) -> None:
+    """Budgets blind to native memory have RSS sampled beside them for the note
+    (verdict.native_watch): the same runs with the watch and with it switched off,
+    interleaved, as ratios to the bare loop."""
+    from pytest_membudget.measure import loop
+
+    watched = loop.native_watch
+    print(f"What watching RSS beside budgets blind to native memory costs (median of "
+          f"{repeats}; workload = busy loop)")
+    print(f"  {'budgets':<34}{'per iter':>7}{'iters':>10}{'stride':>7}{'bare s':>9}"
+          f"{'plugin s':>10}{'ratio':>8}")
+    for budgets in ({"py_blocks": 0}, {"heap": 0}):
+        for per_iteration, iterations in LENGTHS:
+            for label, watch in (("watched", watched), ("not watched", lambda spec: "")):
+                loop.native_watch = watch  # type: ignore[assignment]
+                try:
+                    name = ", ".join(budgets) + f" (rss {label})"
+                    run_set(name, budgets, repeats, ((per_iteration, iterations),))
+                finally:
+                    loop.native_watch = watched  # type: ignore[assignment]
 
 
 def run_set(label: str, budgets: dict[str, object], repeats: int,

@@ -51,10 +51,12 @@ from pytest_membudget.vocabulary import ProbeKind
 EVIDENCE_SECONDS = 0.8
 RERUN_SECONDS = (0.1, 0.6)
 #: Of EVIDENCE_SECONDS, those kept for the retaining paths; and the least they get when the
-#: rest of the evidence took longer than it should (a heap of millions of objects): a few
-#: walks of the heap, enough for a short path.
+#: rest of the evidence took longer than it should (a heap of millions of objects, or a slow
+#: step whose rerun used the time): a few walks of the heap, enough for a short path. (An
+#: lru_cache's entries on a 25 ms step took 0.125 s to find in a test process: 0.1 s cut it
+#: short, and the cache that held the growth went unnamed.)
 PATH_SECONDS = 0.15
-PATH_LEAST_SECONDS = 0.1
+PATH_LEAST_SECONDS = 0.25
 #: Fewest iterations of the rerun: growth needs at least two to show.
 EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs

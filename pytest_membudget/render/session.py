@@ -107,18 +107,24 @@ def cache_text(cache: dict[str, Any]) -> str:
     return text
 
 
+#: Calls a suggested warm-up is rounded up to.
+WARMUP_STEP = 50
+
+
 def _fill_way(data: dict[str, Any]) -> str:
-    """A run long enough for the bounded caches that hold the growth to fill, at the pace of
-    the run that ended: the calls it ran and those the caches still need, twice over."""
+    """A warm-up that lets the bounded caches that hold the growth fill before the window
+    opens (the calls run so far and those the caches still need), and the time it takes at
+    the pace of the run that ended, with the window after it."""
     caches = data.get("evidence", {}).get("bounded", ())
     calls = max((int(c.get("calls_to_full") or 0) for c in caches), default=0)
-    ran = int(data.get("iterations", 0)) + int(data.get("warmup", 0))
-    seconds = float(data.get("seconds", 0.0))
-    suggested = 2 * seconds * (ran + calls) / max(ran, 1)
-    suggested = SUGGESTED_STEP * -(-suggested // SUGGESTED_STEP)
-    return ("a run long enough for the bounded cache that holds the growth to fill ("
+    measured, warmup = int(data.get("iterations", 0)), int(data.get("warmup", 0))
+    ran = measured + warmup
+    pace = float(data.get("seconds", 0.0)) / max(ran, 1)
+    needed = WARMUP_STEP * -(-(ran + calls) // WARMUP_STEP)
+    seconds = SUGGESTED_STEP * -(-(2 * pace * (needed + measured)) // SUGGESTED_STEP)
+    return ("a warm-up that lets the bounded cache holding the growth fill ("
             + "; ".join(cache_text(c) for c in caches)
-            + f"): max_seconds={suggested:g} or more")
+            + f"): warmup={needed}, with max_seconds={max(seconds, SUGGESTED_STEP):g} or more")
 
 
 def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:

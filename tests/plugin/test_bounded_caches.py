@@ -61,9 +61,9 @@ def test_a_bounded_cache_filling_is_inconclusive_and_unbounded_growth_fails(
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
         "*test_caches.py::test_bounded: heap=0 B/iter inconclusive (measured *) after * "
-        "iterations, *; settle it with a run long enough for the bounded cache that holds "
-        "the growth to fill (test_caches.bounded (functools.lru_cache): * of 8192 entries, "
-        "+8/call, full in about * calls): max_seconds=* or more",
+        "iterations, *; settle it with a warm-up that lets the bounded cache holding the "
+        "growth fill (test_caches.bounded (functools.lru_cache): * of 8192 entries, "
+        "+8/call, full in about * calls): warmup=*, with max_seconds=* or more",
     ])
     report = json.loads((pytester.path / "report.json").read_text())
     tests = {name.rsplit("::", 1)[-1]: data for name, data in report["tests"].items()}
