@@ -20,6 +20,10 @@ sweep's time went.
 ``fast``: the same comparison on about a thousand fast tests with five leaks among them
 (bench/fast_suite.py): plain and sweep runs interleaved, and the screen's cost per test.
 
+``profile``: where one screen's time goes: screens of a small body in this process, timed,
+then under cProfile, split into garbage collections, probe reads, the screening rule, the
+loop's bookkeeping and the body's own calls.
+
 Prints figures; asserts nothing.
 """
 
@@ -271,6 +275,111 @@ def fast(args: argparse.Namespace) -> None:
         compare(where, [], args.repeats, env, args.screens, truth)
 
 
+#: Where a profiled function's own time is put, by the first rule it matches: (part, file
+#: part, function names or None for any).
+PROFILE_PARTS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
+    ("garbage collections (gc.collect)", "~", ("<built-in method gc.collect>",)),
+    ("gc.freeze and unfreeze", "~", ("<built-in method gc.freeze>",
+                                     "<built-in method gc.unfreeze>")),
+    ("malloc_trim before the window", "~", ("<built-in method _ctypes.call_function>",)),
+    ("probe reads", "pytest_membudget/probes", None),
+    ("probe reads", "psutil", None),
+    ("probe reads", "~", ("<built-in method sys.getallocatedblocks>",
+                          "<built-in method gc.get_count>", "<built-in method posix.read>",
+                          "<built-in method posix.lseek>", "<built-in method posix.listdir>",
+                          "<built-in method posix.scandir>")),
+    ("the screening rule (numpy)", "pytest_membudget/sweep/screen", None),
+    ("the screening rule (numpy)", "numpy", None),
+    ("the loop's bookkeeping (loop, stride, samples, driver)", "pytest_membudget", None),
+    ("the test body (ten calls)", "bench/sweep.py", ("_screened_body",)),
+)
+
+
+def _part(file: str, function: str) -> str:
+    for part, where, names in PROFILE_PARTS:
+        if where in file and (names is None or function in names):
+            return part
+    return "other (interpreter and standard library)"
+
+
+def _screened_body() -> None:
+    """A body of the fast suite's kind: a JSON round trip of a small document."""
+    doc = {"id": 7, "name": "fox" * 3, "tags": ["the", "quick"], "scores": [0.5, 1.0, 1.5],
+           "nested": {"a": [None, True, 7]}}
+    assert json.loads(json.dumps(doc)) == doc
+
+
+def profile(args: argparse.Namespace) -> None:
+    """Where one screen's time goes: ``--screens`` screens of a small body in this process,
+    timed plainly and then under cProfile (own time of each function, by part; cProfile
+    slows Python calls down, so its shares are what to read), with what each screen calls."""
+    import cProfile
+    import gc
+    import pstats
+
+    from pytest_membudget.settings import default_run
+    from pytest_membudget.sweep.driver import (
+        ScreenMeasurement,
+        drive,
+        repeat,
+        screen_probes,
+        screen_spec,
+    )
+    from pytest_membudget.sweep.screen import SCREEN_WARMUP, flagged
+
+    spec = screen_spec(default_run())
+
+    def one() -> None:
+        done = drive(repeat(spec, screen_probes(), (Exception,), unmeasured=SCREEN_WARMUP - 1,
+                            storage=ScreenMeasurement), _screened_body)
+        flagged(done.measurement.window()[1])
+
+    for _ in range(20):
+        one()
+    walls = []
+    for _ in range(args.repeats):
+        begin = time.perf_counter()
+        for _ in range(args.screens):
+            one()
+        walls.append((time.perf_counter() - begin) / args.screens)
+    body = []
+    for _ in range(args.repeats):
+        begin = time.perf_counter()
+        for _ in range(args.screens):
+            for _ in range(SCREEN_WARMUP + (spec.run.iterations or 0)):
+                _screened_body()
+        body.append((time.perf_counter() - begin) / args.screens)
+    profiler = cProfile.Profile()
+    gc.collect()
+    profiler.enable()
+    for _ in range(args.screens):
+        one()
+    profiler.disable()
+    raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    parts: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    for (file, _line, function), (_primitive, count, own, _total, _callers) in raw.items():
+        name = _part(file, function)
+        parts[name] = parts.get(name, 0.0) + own
+        if function == "<built-in method gc.collect>":
+            calls["gc.collect"] = count
+        elif function == "read" and "pytest_membudget/probes" in file:
+            calls["probe reads"] = calls.get("probe reads", 0) + count
+    profiled = sum(parts.values())
+    wall = statistics.median(walls)
+    print(f"One screen ({SCREEN_WARMUP} warm-up calls, {spec.run.iterations} measured calls, "
+          f"probes {', '.join(screen_probes())}): {wall * 1e3:.3f} ms (median of "
+          f"{args.repeats} x {args.screens} screens); the body's own "
+          f"{SCREEN_WARMUP + (spec.run.iterations or 0)} calls alone "
+          f"{statistics.median(body) * 1e3:.3f} ms")
+    print(f"  per screen: {calls.get('gc.collect', 0) / args.screens:.1f} gc.collect, "
+          f"{calls.get('probe reads', 0) / args.screens:.1f} probe reads")
+    print(f"  {'part (cProfile, own time)':<58}{'share':>8}{'ms/screen':>11}")
+    for name, seconds in sorted(parts.items(), key=lambda item: -item[1]):
+        share = seconds / profiled
+        print(f"  {name:<58}{share:>8.1%}{share * wall * 1e3:>11.3f}")
+
+
 def suite(args: argparse.Namespace) -> None:
     where = Path(args.path).resolve()
     paths = [str(ROOT), *(str(Path(p).resolve()) for p in args.pythonpath)]
@@ -296,6 +405,9 @@ def main() -> None:
     on_fast.add_argument("--repeats", type=int, default=3)
     on_fast.add_argument("--screens", type=lambda v: [int(n) for n in v.split(",")],
                          default=[8], help="screen lengths to run, e.g. 3,8")
+    on_profile = commands.add_parser("profile", help="where the time goes on the fast suite")
+    on_profile.add_argument("--repeats", type=int, default=3)
+    on_profile.add_argument("--screens", type=int, default=500)
     on_suite = commands.add_parser("suite", help="any suite: plain against the sweep")
     on_suite.add_argument("path")
     on_suite.add_argument("--pythonpath", action="append", default=[],
@@ -311,7 +423,8 @@ def main() -> None:
     if args.command == "screen-process":
         print(json.dumps(screen_one_process(args.calls)))
     else:
-        {"screen": screen, "corpus": corpus, "suite": suite, "fast": fast}[args.command](args)
+        {"screen": screen, "corpus": corpus, "suite": suite, "fast": fast,
+         "profile": profile}[args.command](args)
 
 
 if __name__ == "__main__":
