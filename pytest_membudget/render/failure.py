@@ -173,6 +173,9 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         return []
     if "error" in evidence:
         return ["", f"No evidence: {evidence['error']}."]
+    if "same_as" in evidence:
+        return ["", f"Evidence: as for {evidence['same_as']}, the same test function (the "
+                "sweep gathers evidence for the first leak of each function)."]
     n = evidence.get("iterations", 0)
     lines = ["", f"Evidence from {n} more iterations:"]
     sites = evidence.get("sites")

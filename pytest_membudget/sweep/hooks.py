@@ -15,11 +15,13 @@ import inspect
 import time
 import unittest
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pytest_membudget.fixture import MemBudget
+from pytest_membudget.judge.spec import RunSettings
 from pytest_membudget.settings import SessionSettings
 from pytest_membudget.sweep.driver import sweep_test, sweep_test_async
 from pytest_membudget.sweep.housekeeping import Housekeeping
@@ -90,6 +92,40 @@ def _unscreened(report: pytest.TestReport) -> str | None:
     return "skipped" if report.skipped else "failed"
 
 
+class EvidenceOnce:
+    """Evidence for the first leak of each test function (in this process): the others of
+    the same function (its parameter sets, mostly) are judged as fully, without the evidence
+    rerun, and point to the one that has it. On a suite whose leaks come in parameter sets,
+    the evidence (about half a second a leak, more on a heap its leaks keep growing) was most
+    of the sweep's time. A function whose first flagged test was not a leak (a bounded cache
+    still filling: the evidence made it inconclusive) keeps its evidence for the next."""
+
+    def __init__(self) -> None:
+        #: Test function (its node id without parameters) -> the test that has the evidence.
+        self.given: dict[str, str] = {}
+
+    @staticmethod
+    def function(item: pytest.Item) -> str:
+        return item.nodeid.split("[", 1)[0]
+
+    def run_for(self, item: pytest.Item, run: RunSettings) -> RunSettings:
+        """The run settings of ``item``'s full verdict: without evidence when another test of
+        its function has it."""
+        if run.evidence and self.function(item) in self.given:
+            return replace(run, evidence=False)
+        return run
+
+    def record(self, item: pytest.Item, outcome: SweepOutcome) -> None:
+        if outcome.verdict is not SweepVerdict.LEAK or outcome.result is None:
+            return
+        function = self.function(item)
+        first = self.given.get(function)
+        if first is not None:
+            outcome.result.evidence_data = {"same_as": first}
+        elif outcome.result.evidence_data:
+            self.given[function] = item.nodeid
+
+
 class SweepHooks:
     """Registered by the plugin when the sweep is on; one per process."""
 
@@ -102,6 +138,7 @@ class SweepHooks:
         self.records = records
         #: The membudget state of a test with its own budgets (marker or fixture), else None.
         self.own_budgets = own_budgets
+        self.evidence = EvidenceOnce()
 
     # -- timing ----------------------------------------------------------------------------
 
@@ -182,10 +219,12 @@ class SweepHooks:
                 allowed, bound = self._allowed(item)
                 with Housekeeping(item) as wrap:
                     outcome = await sweep_test_async(
-                        wrap.asynchronous(lambda: body(**kwargs)), run=self.settings.run,
+                        wrap.asynchronous(lambda: body(**kwargs)),
+                        run=self.evidence.run_for(item, self.settings.run),
                         defaults=self.settings.budgets, first_call=first_call,
                         allowed=allowed, bound=bound, catch=CAUGHT, classify=_classify,
                         screen_calls=self.settings.sweep_screen)
+                self.evidence.record(item, outcome)
             item.stash[OUTCOME_KEY] = outcome
 
         return membudget_sweep
@@ -211,11 +250,13 @@ class SweepHooks:
                first_call: float) -> SweepOutcome:
         allowed, bound = self._allowed(item)
         with Housekeeping(item) as wrap:
-            return sweep_test(
-                wrap.synchronous(call), run=self.settings.run,
+            outcome = sweep_test(
+                wrap.synchronous(call), run=self.evidence.run_for(item, self.settings.run),
                 defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
                 bound=bound, catch=CAUGHT, classify=_classify,
                 screen_calls=self.settings.sweep_screen)
+        self.evidence.record(item, outcome)
+        return outcome
 
     # -- reports ---------------------------------------------------------------------------
 

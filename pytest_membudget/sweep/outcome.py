@@ -98,6 +98,8 @@ def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
     the top native stack, else what kept the evidence away."""
     if "error" in evidence:
         return {"kind": "error", "text": evidence["error"]}
+    if "same_as" in evidence:
+        return {"kind": "same_as", "test": evidence["same_as"]}
     if "threads" in failing and evidence.get("threads"):
         return {"kind": "thread", **evidence["threads"][0]}
     if "fds" in failing and evidence.get("fds"):

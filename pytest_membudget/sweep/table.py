@@ -62,6 +62,8 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
         kept = f"; kept by {path_text(top['path'])}" if top.get("path") else ""
         return (f"{short_path(str(top['file']))}:{top['line']}: +{fmt('heap', top.get('bytes'))} "
                 f"({per_call('heap', top.get('per_iter'))}){via}{code}{kept}")
+    if kind == "same_as":
+        return f"as {top.get('test')} (the same test function)"
     if kind == "thread":
         return f"thread {top.get('name')} (target {top.get('target')}) still alive"
     if kind == "fd":

@@ -73,10 +73,17 @@ def test_native_leak_under_heap(membudget):
 @pytest.mark.membudget(heap=0, py_blocks=0)
 def test_native_twin_under_heap(membudget):
     membudget.run(native_twin)
+
+KEPT = []
+
+@pytest.mark.membudget(py_blocks=0)
+def test_python_leak_under_py_blocks(membudget):
+    membudget.run(lambda: KEPT.append([0] * 1000))
 '''
 
 TESTS = ("test_native_leak_rss", "test_native_twin_rss", "test_native_leak_rss_out_of_time",
-         "test_native_leak_under_heap", "test_native_twin_under_heap")
+         "test_native_leak_under_heap", "test_native_twin_under_heap",
+         "test_python_leak_under_py_blocks")
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +134,14 @@ def test_a_native_leak_under_a_heap_budget_passes_with_a_note(rows) -> None:
     assert "native memory, outside what heap measures" in row["terminal"]
     assert "rss=0 or malloc=0 would judge it" in row["terminal"]
     assert 'name="membudget.note"' in row["junit"]
+
+
+def test_a_python_leak_its_budget_fails_gets_no_note_on_the_rss_it_grows(rows) -> None:
+    # RSS grows with the kept lists, but that is the growth py_blocks failed on, not native
+    # memory: the note would say what is not so.
+    row = rows["test_python_leak_under_py_blocks"]
+    assert row["outcome"] == "failed" and row["data"]["notes"] == [], summary(row)
+    assert "native memory, outside" not in row["terminal"]
 
 
 def test_a_clean_native_step_under_a_heap_budget_has_no_note(rows) -> None:
