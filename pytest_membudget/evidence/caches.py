@@ -13,6 +13,7 @@ import time
 from collections.abc import Generator, Mapping, MutableMapping
 from typing import Any
 
+from pytest_membudget.evidence.steps import iterations
 from pytest_membudget.vocabulary import RootKind
 
 #: Most seconds, and fewest iterations, of the short run that reads how fast the caches fill.
@@ -71,13 +72,8 @@ def fill_rates(caches: Mapping[int, object],
     and after: entries gained per call, and calls until full. Returns them by the cache's
     id, and the iterations run."""
     before = {key: fill(obj) for key, obj in caches.items()}
-    deadline = time.perf_counter() + FILL_SECONDS
-    done = 0
-    while done < FILL_MAX_ITERATIONS:
-        yield start + done
-        done += 1
-        if done >= FILL_MIN_ITERATIONS and time.perf_counter() > deadline:
-            break
+    done = yield from iterations(start, FILL_MAX_ITERATIONS, FILL_MIN_ITERATIONS,
+                                 time.perf_counter() + FILL_SECONDS)
     rates: dict[int, dict[str, Any]] = {}
     for key, obj in caches.items():
         first, last = before[key], fill(obj)

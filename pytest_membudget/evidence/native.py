@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.frames import is_own, is_user_frame
+from pytest_membudget.evidence.steps import iterations
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Most seconds of the native rerun (importing memray and reading the capture file come on
@@ -65,15 +66,10 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
 
     directory = tempfile.mkdtemp(prefix="membudget-native-")
     capture = os.path.join(directory, "native.bin")
-    deadline = time.perf_counter() + NATIVE_SECONDS
-    done = 0
     try:
         with memray.Tracker(capture, native_traces=True, follow_fork=False):
-            while done < most:
-                yield start + done
-                done += 1
-                if done >= NATIVE_MIN_ITERATIONS and time.perf_counter() > deadline:
-                    break
+            done = yield from iterations(start, most, NATIVE_MIN_ITERATIONS,
+                                         time.perf_counter() + NATIVE_SECONDS)
         reader = memray.FileReader(capture)
         records = list(reader.get_leaked_allocation_records(merge_threads=True))
         stacks = [stack for stack in map(_stack, records) if stack is not None]

@@ -39,6 +39,7 @@ from pytest_membudget.evidence.sites import (
     callers,
     growing_sites,
 )
+from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
 from pytest_membudget.interpreter import GC
 from pytest_membudget.vocabulary import ProbeKind
@@ -230,8 +231,8 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     shortest, longest = RERUN_SECONDS
     left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS + PATH_SECONDS if state.memory
                                            else 0.0)
-    state.done = yield from _rerun(start_iteration, iterations,
-                                   now + min(longest, max(shortest, left)))
+    state.done = yield from rerun_steps(start_iteration, iterations, EVIDENCE_MIN_ITERATIONS,
+                                        now + min(longest, max(shortest, left)))
     collect_quietly()
     if before is not None:
         state.sites, state.traced = growing_sites(before, tracemalloc.take_snapshot(),
@@ -286,14 +287,3 @@ def collect_quietly() -> None:
         gc.collect()
     finally:
         gc.callbacks[:] = callbacks
-
-
-def _rerun(start: int, most: int, deadline: float) -> Generator[int, None, int]:
-    """Up to ``most`` iterations, stopping at ``deadline`` once there are enough to compare."""
-    done = 0
-    while done < most:
-        yield start + done
-        done += 1
-        if done >= EVIDENCE_MIN_ITERATIONS and time.perf_counter() > deadline:
-            break
-    return done
