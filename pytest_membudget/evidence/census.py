@@ -50,14 +50,13 @@ class Atoms:
         #: never walks them, so the retaining paths look inside them themselves.
         self.dicts: list[dict[Any, Any]] = []
 
-    def note(self, atoms: dict[int, object]) -> None:
+    def note(self, atoms: dict[int, object], dicts: list[dict[Any, Any]]) -> None:
         if self.before is None:
             self.before = set(atoms)
             return
         before = self.before
         self.new = list(islice((a for i, a in atoms.items() if i not in before), self.MOST))
-        self.dicts = list(islice((a for a in atoms.values() if type(a) is dict and a),
-                                 self.MOST))
+        self.dicts = list(islice(filter(None, dicts), self.MOST))
 
 
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> Counter[str]:
@@ -72,11 +71,11 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> C
     objects = [obj for obj in gc.get_objects() if id(obj) not in left_out]
     by_type = Counter(map(type, objects))
     holders = [obj for obj in objects if type(obj) not in _CODE_TYPES]
-    found = _untracked(holders)
+    found, dicts = _untracked(holders)
     by_type.update(map(type, found.values()))
     if atoms is not None:
-        atoms.note(found)
-    del objects, holders, found
+        atoms.note(found, dicts)
+    del objects, holders, found, dicts
     counts: Counter[str] = Counter()
     for cls, count in by_type.items():
         if cls not in _NUMBERS:
@@ -84,20 +83,21 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> C
     return counts
 
 
-def _untracked(holders: list[object]) -> dict[int, object]:
+def _untracked(holders: list[object]) -> tuple[dict[int, object], list[dict[Any, Any]]]:
     """The untracked objects the ``holders`` hold, by id, and those the untracked dicts
     among them hold in turn: the collector untracks a dict that holds only untracked
     objects, and an lru_cache's dict of results, once collected, is such a dict (its results
-    are two levels below the wrapper that holds it)."""
+    are two levels below the wrapper that holds it). Also those dicts."""
     found = {id(ref): ref for ref in filterfalse(gc.is_tracked, gc.get_referents(*holders))}
     values = list(found.values())
     # type(ref) is dict, tested in C: a heap of a million objects has half a million atoms.
-    dicts = list(compress(values, map(is_, map(type, values), repeat(dict))))
+    dicts: list[dict[Any, Any]] = list(compress(values, map(is_, map(type, values),
+                                                            repeat(dict))))
     del values
     if dicts:
         for ref in filterfalse(gc.is_tracked, gc.get_referents(*dicts)):
             found.setdefault(id(ref), ref)
-    return found
+    return found, dicts
 
 
 def type_name(cls: type) -> str:

@@ -61,8 +61,9 @@ class _Search:
     below: dict[tuple[str, int], int | None] = field(default_factory=dict)
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept_by_c: dict[str, object] = field(default_factory=dict)
-    #: The bounded caches met on the paths found, with the description each path shows.
-    caches: list[tuple[object, dict[str, Any]]] = field(default_factory=list)
+    #: The bounded caches met on the paths found, by id, with the description each path
+    #: shows (one per cache: several paths may run through it).
+    caches: dict[int, tuple[object, dict[str, Any]]] = field(default_factory=dict)
     visited: int = 0
     stopped: str = ""
 
@@ -103,7 +104,7 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
             entry["reason"] = search.stopped or f"no root within {MOST_DEPTH} references"
         found.append(entry)
     if caches is not None:
-        caches.extend(search.caches)
+        caches.extend(search.caches.values())
     search.caches.clear()
     return found
 
@@ -217,10 +218,10 @@ def _with_cache(s: _Search, root: Root, chain: list[object]) -> dict[str, Any]:
     first: a closure or a module global may be the cache)."""
     path = _path(root, chain)
     for obj in (root.holder, *chain):
-        cache = next((c for o, c in s.caches if o is obj), None) or describe_cache(obj)
+        known = s.caches.get(id(obj))
+        cache = known[1] if known is not None else describe_cache(obj)
         if cache is not None:
-            if all(o is not obj for o, _ in s.caches):
-                s.caches.append((obj, cache))
+            s.caches[id(obj)] = (obj, cache)
             path["cache"] = cache
             break
     return path
