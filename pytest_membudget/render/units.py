@@ -64,7 +64,9 @@ def fmt(probe: str, value: float | None, *, per_iter: bool = False) -> str:
 
 
 def sparkline(values: Sequence[float], width: int = 40) -> str:
-    """A compact text picture of a series: each character is the mean of a slice."""
+    """A compact text picture of a series: each character is the mean of a slice. Samples
+    that are not numbers (a run cut short before a probe was read) are left out."""
+    values = [v for v in values if math.isfinite(v)]
     n = len(values)
     if n == 0:
         return ""

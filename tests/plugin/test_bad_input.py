@@ -166,3 +166,17 @@ def test_a_marked_test_with_a_bad_workload_reports_one_error(pytester: pytest.Py
     """)
     result.assert_outcomes(failed=1, errors=0)
     assert "never called membudget.run()" not in result.stdout.str()
+
+
+def test_a_workload_that_raises_on_its_first_call_fails_with_its_error(
+        pytester: pytest.Pytester) -> None:
+    # The run stops before every probe was read: the samples shown under the failure hold
+    # unread values, which must not break the report.
+    pytester.makepyfile(test_first_call="""
+        def test_wrong_arguments(membudget):
+            membudget.run(lambda: None, heap=0)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TypeError*unexpected keyword argument 'heap'*"])
+    assert "INTERNALERROR" not in result.stdout.str()
