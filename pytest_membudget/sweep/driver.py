@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, RunPolicy
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, Reading, RunPolicy
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
@@ -28,6 +28,9 @@ from pytest_membudget.sweep.screen import (
     SCREEN_WARMUP,
     STEADY_PROBES,
     flagged,
+    rule_columns,
+    settle_from,
+    settled,
 )
 from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import (
@@ -48,10 +51,21 @@ SOURCE = "from the membudget sweep"
 
 class ScreenMeasurement(Measurement):
     """The screen's samples: the screening rule reads them, so the runner's own judgement of
-    a budgetless window (a trend per probe, twice per run) is skipped."""
+    a budgetless window (a trend per probe, twice per run) is skipped. The loop reads them
+    after each sample (see :func:`screen_policy`): PASS once they have
+    :func:`~pytest_membudget.sweep.screen.settled`."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Made before the window, so that the readings in it allocate only temporaries.
+        self.least, self.every = rule_columns(list(self.probes))
 
     def judge(self) -> Verdict:
         return Verdict({})
+
+    def reading(self) -> Reading:
+        block = self.values[self.window_start : self.rows]
+        return Reading.PASS if settled(block, self.least, self.every) else Reading.AMBIGUOUS
 
 
 @dataclass
@@ -156,6 +170,14 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                                        strict=False))
 
 
+def screen_policy(spec: BudgetSpec) -> RunPolicy:
+    """The screen's length: its calls, or from half of them on, the first call after which
+    nothing could still be flagged (each probe read on every delta has had one under its
+    threshold, threads and descriptors have not moved)."""
+    calls = spec.run.iterations or SCREEN_CALLS
+    return replace(RunPolicy.for_run(spec.run), settle_from=settle_from(calls))
+
+
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
     """How long the full verdict runs. Growth the screen saw on every call of an exact counter
     (``py_blocks``, ``malloc``: STEADY_PROBES) is confirmed on EXACT_SHORTEST calls instead of
@@ -203,7 +225,7 @@ def sweep_steps(
     if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         return ending.cut_short()
     screen = yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
-                               storage=ScreenMeasurement)
+                               storage=ScreenMeasurement, policy=screen_policy(spec))
     outcome.calls = screen.calls
     outcome.screen_seconds = ending.elapsed()
     if screen.error is not None:
@@ -274,7 +296,8 @@ def _prime_screen(spec: BudgetSpec) -> None:
     if not _primed:
         _primed = True
         for _ in range(2):
-            drive(repeat(spec, screen_probes(), (), storage=ScreenMeasurement), lambda: None)
+            drive(repeat(spec, screen_probes(), (), storage=ScreenMeasurement,
+                         policy=screen_policy(spec)), lambda: None)
 
 
 def verdict_of(result: MembudgetResult) -> SweepVerdict:

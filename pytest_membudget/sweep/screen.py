@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # numpy is imported where the rule runs: the settings read th
 SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
-__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged"]
+__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged",
+           "settle_from", "settled"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
@@ -81,3 +82,37 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
         if bool(numpy.all(deltas >= rule.least)) if rule.every else growth >= rule.least:
             found[name] = growth
     return found
+
+
+def settle_from(calls: int) -> int:
+    """Measured calls after which a screen of ``calls`` may stop: half of them. A screen
+    whose first half left nothing that more calls could flag (see :func:`settled`) ends
+    there; the calls are most of a screen's cost on a suite of 1 ms tests."""
+    return max(2, calls // 2)
+
+
+def rule_columns(names: tuple[str, ...] | list[str],
+                 rules: Mapping[str, Step] = RULES
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Each probe's ``least`` and ``every`` as arrays in the order of ``names`` (a probe
+    without a rule: never flagged, never keeps a screen going)."""
+    import numpy
+
+    least = numpy.array([rules[n].least if n in rules else numpy.inf for n in names])
+    every = numpy.array([rules[n].every if n in rules else True for n in names])
+    return least, every
+
+
+def settled(block: npt.NDArray[np.float64], least: npt.NDArray[np.float64],
+            every: npt.NDArray[np.bool_]) -> bool:
+    """Whether more calls could not flag any probe of a screen's samples so far (``block``:
+    a row per sample, a column per probe): each probe read by ``every`` delta has a delta
+    under its least (the rule can no longer hold), and each probe read on its net growth
+    (threads, descriptors) has not moved at all. Called between calls: the arrays it makes
+    are freed before the next sample."""
+    # The same operations whatever the length (none has settled before two samples), so
+    # that each reading between a screen's samples does the same work.
+    deltas = block[1:] - block[:-1]
+    out = (deltas < least).any(axis=0)
+    quiet = ~(deltas != 0).any(axis=0)
+    return bool((out | ~every).all() & (quiet | every).all()) and len(block) > 1

@@ -57,7 +57,9 @@ def test_repeats_use_the_same_fixture_values(pytester: pytest.Pytester) -> None:
             # Each test's own call and its repeats saw one fixture value (and one instance).
             assert {key: len(values) for key, values in SEEN.items()} == {
                 "a": 1, "b": 1, "class": 1}
-            assert min(CALLS.values()) > 10, CALLS
+            # Its own call, 2 warm-up calls and at least half of the screen's 8 (a clean
+            # test's screen stops there).
+            assert min(CALLS.values()) >= 7, CALLS
     """)
     result, section = sweep_section(pytester, "--membudget-sweep")
     result.assert_outcomes(passed=4)
@@ -162,7 +164,7 @@ def test_a_teardown_broken_by_the_repeats_is_not_an_error(pytester: pytest.Pytes
     result, section = sweep_section(pytester, "--membudget-sweep", "--junitxml=out.xml")
     result.assert_outcomes(passed=1)
     [entry] = section["not_repeatable"]
-    assert entry["reason"] == "teardown" and "called 1" in entry["detail"], entry
+    assert entry["reason"] == "teardown" and "called 7 times" in entry["detail"], entry
     xml = (pytester.path / "out.xml").read_text()
     assert 'errors="0"' in xml and xml.count('name="membudget.sweep"') == 1
     assert 'name="membudget.sweep.reason" value="its teardown failed after the repeats' in xml
@@ -222,7 +224,8 @@ def test_the_screen_length(pytester: pytest.Pytester) -> None:
             CALLS[0] += 1
             assert CALLS[0] <= 6
     """)
-    # The default screen: its own call, 2 warm-up calls, 8 measured; the 7th call raises.
+    # The default screen: its own call, 2 warm-up calls, 8 measured, of which a clean test's
+    # screen makes 4; the 7th call, the last of them, raises.
     _, section = sweep_section(pytester, "--membudget-sweep")
     assert [e["failed_call"] for e in section["not_repeatable"]] == [6]
     # A screen of 3: its own call and 2 + 3 repeats.

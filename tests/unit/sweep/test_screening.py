@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from pytest_membudget.catalog import PAGE
-from pytest_membudget.sweep.screen import RULES, SCREEN_PROBES, Step, flagged
+from pytest_membudget.sweep.screen import (
+    RULES,
+    SCREEN_PROBES,
+    Step,
+    flagged,
+    rule_columns,
+    settle_from,
+    settled,
+)
 
 
 def series(*values: float) -> np.ndarray:
@@ -56,3 +64,39 @@ def test_rules_can_be_given() -> None:
     rules = {"py_blocks": Step(2.0)}
     assert flagged({"py_blocks": series(1, 2, 3)}, rules) == {}
     assert flagged({"py_blocks": series(1, 3, 5)}, rules) == {"py_blocks": 4.0}
+
+
+def block(**columns: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The samples of a screen so far as the settle check takes them, with the rules."""
+    least, every = rule_columns(list(columns))
+    return np.column_stack([series(*v) for v in columns.values()]), least, every
+
+
+def test_a_screen_settles_once_no_probe_can_be_flagged() -> None:
+    # Each counter missed its threshold once; threads and descriptors never moved.
+    assert settled(*block(py_blocks=(10, 11, 11, 12), malloc=(0, 0, 0, 0),
+                          threads=(3, 3, 3, 3), fds=(7, 7, 7, 7)))
+
+
+@pytest.mark.parametrize("columns", [
+    # grew on every call so far: more calls could flag it
+    {"py_blocks": (10, 11, 12, 13), "fds": (7, 7, 7, 7)},
+    {"rss": (0.0, PAGE, 2.0 * PAGE, 3.0 * PAGE)},
+    # a descriptor or a thread moved (even back): only the whole screen's net growth tells
+    {"py_blocks": (1, 1, 1, 1), "fds": (7, 8, 7, 7)},
+    {"py_blocks": (1, 1, 1, 1), "threads": (3, 3, 4, 4)},
+])
+def test_a_screen_goes_on_while_a_probe_could_still_be_flagged(
+        columns: dict[str, tuple[float, ...]]) -> None:
+    assert not settled(*block(**columns))
+
+
+def test_a_single_sample_has_not_settled() -> None:
+    assert not settled(*block(py_blocks=(1,)))
+
+
+def test_the_settle_point_is_half_the_screen() -> None:
+    assert settle_from(8) == 4 and settle_from(32) == 16 and settle_from(2) == 2
+    # Whatever settles at the settle point would not be flagged by the whole screen either.
+    values = (10, 11, 11, 12, 13, 14, 15, 16, 17)
+    assert settled(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}

@@ -12,7 +12,13 @@ from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
 from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
 from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
-from pytest_membudget.sweep.screen import EXACT_SHORTEST, STEADY_PROBES
+from pytest_membudget.sweep.screen import (
+    EXACT_SHORTEST,
+    SCREEN_CALLS,
+    SCREEN_WARMUP,
+    STEADY_PROBES,
+    settle_from,
+)
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 
@@ -25,7 +31,42 @@ def sweep(body, *, allowed: float = 10.0, first_call: float = 0.0):  # type: ign
 def test_a_clean_body_is_screened_only() -> None:
     outcome = sweep(lambda: sum(range(100)))
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
-    assert outcome.calls == 10 and outcome.flagged == {}
+    # Nothing moved in the first half of the screen: it stops there.
+    assert outcome.calls == SCREEN_WARMUP + settle_from(SCREEN_CALLS)
+    assert outcome.flagged == {}
+
+
+def test_a_screen_goes_on_while_growth_could_still_be_flagged() -> None:
+    kept: list[object] = []
+
+    def filling() -> None:  # one block on each of its first 7 calls, then none
+        if len(kept) < 7:
+            kept.append(object())
+
+    outcome = sweep(filling)
+    assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
+    # Past the settle point while every delta grew; stopped at the first that did not.
+    assert outcome.calls == 8 > SCREEN_WARMUP + settle_from(SCREEN_CALLS)
+
+
+def test_a_descriptor_that_moved_keeps_the_screen_to_its_full_length() -> None:
+    import os
+
+    held: list[int] = []
+
+    def churn() -> None:  # opens a descriptor on one call, closes it on the next
+        if held:
+            os.close(held.pop())
+        else:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+
+    try:
+        outcome = sweep(churn)
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert outcome.verdict is SweepVerdict.CLEAN
+    assert outcome.calls == SCREEN_WARMUP + SCREEN_CALLS
 
 
 def test_a_leak_is_flagged_and_confirmed() -> None:
