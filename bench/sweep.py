@@ -1,6 +1,6 @@
 """What ``--membudget-sweep`` costs and what it finds.
 
-    python bench/sweep.py screen [--repeats 3] [--calls 32]
+    python bench/sweep.py screen [--repeats 3] [--calls 32] [--json FILE | --from-json FILE]
     python bench/sweep.py corpus [--repeats 3] [--screens 3,8]
     python bench/sweep.py suite PATH [--pythonpath DIR] [--repeats 3] [--screens 3,8] [-- ARGS]
 
@@ -121,11 +121,71 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
                   f"{', '.join(alarms) or '-'}")
     idle = statistics.median(run["__idle__"]["seconds"] for run in runs)
     print(f"\nA screen of an empty test body costs {idle * 1e3:.2f} ms (median).")
+    evaluate_settling(runs, names, leaks, clean)
+
+
+def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[str],
+                      clean: list[str]) -> None:
+    """Screens of 8 calls (the default) and 16, each whole against the same screen stopped at
+    the first call from its settle point on after which nothing could still be flagged
+    (sweep.screen.settled): what each flags, and the calls each makes."""
+    from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_WARMUP
+
+    for length in (SCREEN_CALLS, 2 * SCREEN_CALLS):
+        hits, calls = _settling(runs, names, SCREEN_WARMUP - 1, length)
+        total = len(runs)
+        print(f"\nScreens of {length} calls after {SCREEN_WARMUP} warm-up calls, whole and "
+              "stopped once settled:")
+        for kind in ("whole", "settling"):
+            caught = sum(hits[kind][n] for n in leaks)
+            false = sum(hits[kind][n] for n in clean)
+            missed = sorted(n for n in leaks if hits[kind][n] < total)
+            every = statistics.mean(c for _, c in calls[kind])
+            of_clean = statistics.mean(c for n, c in calls[kind] if n in clean)
+            print(f"  {kind:<9} leaks flagged {caught}/{len(leaks) * total}, clean flagged "
+                  f"{false}/{len(clean) * total}, calls per screen {every:.2f} (clean cases "
+                  f"{of_clean:.2f}); missed in some run: {', '.join(missed) or '-'}")
+        changed = sorted(n for n in names if hits["whole"][n] != hits["settling"][n])
+        print(f"  cases whose flags differ: {', '.join(changed) or 'none'}")
+
+
+def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: int
+              ) -> tuple[dict[str, dict[str, int]], dict[str, list[tuple[str, int]]]]:
+    import numpy as np
+
+    from pytest_membudget.sweep.screen import (
+        SCREEN_WARMUP,
+        flagged,
+        rule_columns,
+        settle_from,
+        settled,
+    )
+
+    shortest = settle_from(length)
+    hits = {"whole": dict.fromkeys(names, 0), "settling": dict.fromkeys(names, 0)}
+    calls: dict[str, list[tuple[str, int]]] = {"whole": [], "settling": []}
+    for run in runs:
+        for name in names:
+            probes = list(run[name]["series"])
+            window = np.column_stack([np.asarray(run[name]["series"][k][start:start + length + 1])
+                                      for k in probes])
+            if len(window) < length + 1:
+                continue
+            least, every = rule_columns(probes)
+            stop = next((n for n in range(shortest, length)
+                         if settled(window[: n + 1], least, every)), length)
+            for kind, rows in (("whole", length), ("settling", stop)):
+                series = {k: window[: rows + 1, c] for c, k in enumerate(probes)}
+                hits[kind][name] += bool(flagged(series))
+                calls[kind].append((name, SCREEN_WARMUP + rows))
+    return hits, calls
 
 
 def screen(args: argparse.Namespace) -> None:
     runs = []
-    for _ in range(args.repeats):
+    if args.from_json:
+        runs = json.loads(Path(args.from_json).read_text())
+    for _ in range(0 if args.from_json else args.repeats):
         completed = subprocess.run(
             [sys.executable, __file__, "screen-process", "--calls", str(args.calls)],
             capture_output=True, text=True, check=True, cwd=ROOT)
@@ -394,6 +454,7 @@ def main() -> None:
     screening.add_argument("--repeats", type=int, default=3, help="fresh processes")
     screening.add_argument("--calls", type=int, default=34, help="calls per screen")
     screening.add_argument("--json", help="write the series to this file")
+    screening.add_argument("--from-json", help="evaluate the series saved with --json")
     process = commands.add_parser("screen-process")
     process.add_argument("--calls", type=int, default=34)
     on_corpus = commands.add_parser("corpus", help="the corpus as an unmarked suite")
