@@ -10,9 +10,16 @@ import pytest
 
 from pytest_membudget.sweep.typecache import ENTRIES, IMMORTAL, TypeCache
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(sys, "_clear_type_cache") or sys.getrefcount(None) >= IMMORTAL,
-    reason="None is immortal here: a cleared entry leaves no trace to refill")
+pytestmark = [
+    pytest.mark.skipif(
+        not hasattr(sys, "_clear_type_cache") or sys.getrefcount(None) >= IMMORTAL,
+        reason="None is immortal here: a cleared entry leaves no trace to refill"),
+    # On 3.10 a replay of the whole plan reads None's count rising by about a thousand
+    # (measured: -1054 "taken", against +3079 for the same lookups counted in chunks of
+    # 500), so the count is no measure of the entries reached there.
+    pytest.mark.skipif(sys.version_info < (3, 11),
+                       reason="None's count is no measure of the entries reached on 3.10"),
+]
 
 
 def cleared_and_refilled(cache: TypeCache) -> None:
@@ -23,11 +30,11 @@ def cleared_and_refilled(cache: TypeCache) -> None:
 
 def taken_by_the_plan(cache: TypeCache) -> int:
     """Entries the plan's lookups take from None after a clear."""
-    clear = sys._clear_type_cache  # noqa: SLF001
+    clear = sys._clear_type_cache
     getrefcount, types, names = sys.getrefcount, cache.types, cache.names
     clear()
     start = getrefcount(None)
-    for cls, name in zip(types, names):
+    for cls, name in zip(types, names, strict=True):
         getattr(cls, name)
     return start - getrefcount(None)
 
