@@ -127,8 +127,8 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
 def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[str],
                       clean: list[str]) -> None:
     """Screens of 8 calls (the default) and 16, each whole against the same screen stopped at
-    the first call from its settle point on after which nothing could still be flagged
-    (sweep.screen.settled): what each flags, and the calls each makes."""
+    its settle point when nothing could still be flagged there (sweep.screen.settled): what
+    each flags, and the calls each makes."""
     from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_WARMUP
 
     for length in (SCREEN_CALLS, 2 * SCREEN_CALLS):
@@ -172,11 +172,13 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
             if len(window) < length + 1:
                 continue
             least, every = rule_columns(probes)
-            stop = next((n for n in range(shortest, length)
-                         if settled(window[: n + 1], least, every)), length)
-            for kind, rows in (("whole", length), ("settling", stop)):
+            # Read once, at the settle point; a screen that goes on leaves the delta across
+            # that reading out of its rule (sweep.driver.ScreenMeasurement).
+            stop = shortest if settled(window[: shortest + 1], least, every) else length
+            for kind, rows, skip in (("whole", length, None),
+                                     ("settling", stop, shortest if stop == length else None)):
                 series = {k: window[: rows + 1, c] for c, k in enumerate(probes)}
-                hits[kind][name] += bool(flagged(series))
+                hits[kind][name] += bool(flagged(series, skip=skip))
                 calls[kind].append((name, SCREEN_WARMUP + rows))
     return hits, calls
 

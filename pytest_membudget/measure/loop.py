@@ -20,7 +20,7 @@ from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.evidence.share import COARSE, explain
 from pytest_membudget.judge.fit import trend
-from pytest_membudget.judge.policy import FEWEST_CALLS, Reading, RunPolicy
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict, judge, native_watch, unsettle, witnesses
 from pytest_membudget.measure.gcpolicy import GarbageCollection
@@ -139,16 +139,9 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
     m.window_began, m.window_seconds = clock(), zero + 0.0
     due_time = m.window_began + checkpoint.by
     settle = policy.settle_from or 0
-    if settle:
-        # The samples of a screen are read after each one (below); this reading and the one
-        # after the first sample put the same work between every two samples of the window,
-        # the first two too (a first reading inside the window moved py_blocks by one).
-        m.reading()
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
-    if settle:
-        m.reading()
     # The iterations since the last sample and their time: locals, the cheapest bookkeeping
     # between samples; the stride takes them over at each sample.
     since = 0
@@ -167,14 +160,15 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples after each one, and stops once they have settled.
-            if settle and m.reading() is Reading.PASS and m.measured >= settle:
+            # A screen reads its samples once, at its settle point, and stops if they have
+            # settled (the delta across the reading is not judged: see sweep/driver.py).
+            if m.measured == settle and m.settled():
                 m.stopped = StopReason.CLEAR
                 return iteration
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
-        step = policy.after(checkpoint, m.measured, out_of_time, m.reading(),
+        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()),
                             m.window_seconds)
         if isinstance(step, StopReason):
             m.stopped = step

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.judge.policy import Reading, RunPolicy, reading_of
+from pytest_membudget.judge.policy import RunPolicy
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict, hold_back, judge
 from pytest_membudget.probes import Probe
@@ -108,9 +108,10 @@ class Measurement:
         self.rows = start + kept
         return True
 
-    def reading(self) -> Reading:
-        """The verdict so far, as the run's policy reads it at a checkpoint."""
-        return reading_of(self.judge())
+    def settled(self) -> bool:
+        """At a run's settle point (``RunPolicy.settle_from``, the sweep's screen): whether it
+        may stop there. Runs without a settle point never ask."""
+        return False
 
     def judge(self) -> Verdict:
         x, series = self.window()

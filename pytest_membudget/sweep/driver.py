@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, Reading, RunPolicy
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, RunPolicy
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
@@ -51,21 +51,30 @@ SOURCE = "from the membudget sweep"
 
 class ScreenMeasurement(Measurement):
     """The screen's samples: the screening rule reads them, so the runner's own judgement of
-    a budgetless window (a trend per probe, twice per run) is skipped. The loop reads them
-    after each sample (see :func:`screen_policy`): PASS once they have
-    :func:`~pytest_membudget.sweep.screen.settled`."""
+    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks once,
+    at the settle point (see :func:`screen_policy`), whether they have
+    :func:`~pytest_membudget.sweep.screen.settled`. A screen that goes on has the delta
+    across that reading left out of its rule (``skip``): the reading's own objects moved
+    ``py_blocks`` by one in that delta in a few screens in a thousand."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # Made before the window, so that the readings in it allocate only temporaries.
+        # Made before the window, so that the reading in it allocates only temporaries.
         self.least, self.every = rule_columns(list(self.probes))
+        #: The delta the reading fell in (window samples ``skip`` to ``skip + 1``), if any.
+        self.skip: int | None = None
 
     def judge(self) -> Verdict:
         return Verdict({})
 
-    def reading(self) -> Reading:
-        block = self.values[self.window_start : self.rows]
-        return Reading.PASS if settled(block, self.least, self.every) else Reading.AMBIGUOUS
+    def settled(self) -> bool:
+        start = self.window_start
+        self.skip = self.rows - 1 - start
+        return settled(self.values[start : self.rows], self.least, self.every)
+
+    def flagged(self) -> dict[str, float]:
+        """The probes the screening rule flags, without the delta across the reading."""
+        return flagged(self.window()[1], skip=self.skip)
 
 
 @dataclass
@@ -171,9 +180,9 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
 
 
 def screen_policy(spec: BudgetSpec) -> RunPolicy:
-    """The screen's length: its calls, or from half of them on, the first call after which
-    nothing could still be flagged (each probe read on every delta has had one under its
-    threshold, threads and descriptors have not moved)."""
+    """The screen's length: half of its calls when nothing could still be flagged then (each
+    probe read on every delta has had one under its threshold, threads and descriptors have
+    not moved), otherwise all of them."""
     calls = spec.run.iterations or SCREEN_CALLS
     return replace(RunPolicy.for_run(spec.run), settle_from=settle_from(calls))
 
@@ -230,7 +239,8 @@ def sweep_steps(
     outcome.screen_seconds = ending.elapsed()
     if screen.error is not None:
         return ending.not_repeatable(screen, 0)
-    outcome.flagged = flagged(screen.measurement.window()[1])
+    assert isinstance(screen.measurement, ScreenMeasurement)
+    outcome.flagged = screen.measurement.flagged()
     if not outcome.flagged:
         return ending.finish()
     left = allowed - ending.elapsed()

@@ -67,9 +67,10 @@ RULES: dict[str, Step] = {
 
 
 def flagged(series: Mapping[str, npt.NDArray[np.float64]],
-            rules: Mapping[str, Step] = RULES) -> dict[str, float]:
+            rules: Mapping[str, Step] = RULES, skip: int | None = None) -> dict[str, float]:
     """The probes whose samples (one per call, the window only) grew by the rule, each with
-    its growth over the screen."""
+    its growth over the screen. ``skip``: a delta left out of the rule (the one across the
+    screen's settle reading), whose growth still counts in the net."""
     import numpy
 
     found: dict[str, float] = {}
@@ -78,6 +79,8 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
         if rule is None or len(values) < 2:
             continue
         deltas = numpy.diff(values)
+        if skip is not None and 0 <= skip < len(deltas) and len(deltas) > 1:
+            deltas = numpy.delete(deltas, skip)
         growth = float(values[-1] - values[0])
         if bool(numpy.all(deltas >= rule.least)) if rule.every else growth >= rule.least:
             found[name] = growth
@@ -108,11 +111,10 @@ def settled(block: npt.NDArray[np.float64], least: npt.NDArray[np.float64],
     """Whether more calls could not flag any probe of a screen's samples so far (``block``:
     a row per sample, a column per probe): each probe read by ``every`` delta has a delta
     under its least (the rule can no longer hold), and each probe read on its net growth
-    (threads, descriptors) has not moved at all. Called between calls: the arrays it makes
-    are freed before the next sample."""
-    # The same operations whatever the length (none has settled before two samples), so
-    # that each reading between a screen's samples does the same work.
+    (threads, descriptors) has not moved at all."""
+    if len(block) < 2:
+        return False
     deltas = block[1:] - block[:-1]
     out = (deltas < least).any(axis=0)
     quiet = ~(deltas != 0).any(axis=0)
-    return bool((out | ~every).all() & (quiet | every).all()) and len(block) > 1
+    return bool((out | ~every).all() and (quiet | every).all())

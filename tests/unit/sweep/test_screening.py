@@ -100,3 +100,12 @@ def test_the_settle_point_is_half_the_screen() -> None:
     # Whatever settles at the settle point would not be flagged by the whole screen either.
     values = (10, 11, 11, 12, 13, 14, 15, 16, 17)
     assert settled(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}
+
+
+def test_a_skipped_delta_is_left_out_of_the_rule_but_not_of_the_growth() -> None:
+    # The delta across the screen's settle reading (index 2 here) read 0: a leak all the same.
+    values = series(10, 11, 12, 12, 13, 14)
+    assert flagged({"py_blocks": values}) == {}
+    assert flagged({"py_blocks": values}, skip=2) == {"py_blocks": 4.0}
+    # Any other delta under the threshold still rules the probe out.
+    assert flagged({"py_blocks": series(10, 11, 11, 12, 13, 14)}, skip=2) == {}
