@@ -92,9 +92,9 @@ class RunPolicy:
     #: Sample after every call, whatever a sample costs beside the call (the sweep's
     #: confirmation: a short run whose checkpoints must each see a full tail).
     every_call: bool = False
-    #: A fixed run (the sweep's screen) may stop once this many calls are measured, at the
-    #: first sample after which the reading is PASS (nothing left that more calls could
-    #: flag). Read by the loop at each sample, not at checkpoints (see measure/loop.py).
+    #: A fixed run (the sweep's screen) may stop after this many measured calls, when its
+    #: samples have settled there (nothing left that more calls could flag): the loop asks
+    #: the measurement once, at that sample (``Measurement.settled``; see measure/loop.py).
     settle_from: int | None = None
 
     @classmethod
