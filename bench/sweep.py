@@ -171,7 +171,7 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
                                       for k in probes])
             if len(window) < length + 1:
                 continue
-            least, every = rule_columns(probes)
+            least, every = rule_columns(tuple(probes))
             # Read once, at the settle point; a screen that goes on leaves the delta across
             # that reading out of its rule (sweep.driver.ScreenMeasurement).
             stop = shortest if settled(window[: shortest + 1], least, every) else length

@@ -162,7 +162,7 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
             since, body = 0, 0.0
             # A screen reads its samples once, at its settle point, and stops if they have
             # settled (the delta across the reading is not judged: see sweep/driver.py).
-            if m.measured == settle and m.settled():
+            if settle and m.measured == settle and m.settled():
                 m.stopped = StopReason.CLEAR
                 return iteration
         if not due and not out_of_time:

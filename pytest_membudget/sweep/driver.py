@@ -60,7 +60,7 @@ class ScreenMeasurement(Measurement):
     def __post_init__(self) -> None:
         super().__post_init__()
         # Made before the window, so that the reading in it allocates only temporaries.
-        self.least, self.every = rule_columns(list(self.probes))
+        self.least, self.every = rule_columns(tuple(self.probes))
         #: The delta the reading fell in (window samples ``skip`` to ``skip + 1``), if any.
         self.skip: int | None = None
 

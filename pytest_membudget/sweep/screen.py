@@ -10,6 +10,7 @@ the length and the thresholds are in docs/sweep.md (measured with bench/sweep.py
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -94,15 +95,17 @@ def settle_from(calls: int) -> int:
     return max(2, calls // 2)
 
 
-def rule_columns(names: tuple[str, ...] | list[str],
-                 rules: Mapping[str, Step] = RULES
+@functools.lru_cache(maxsize=8)
+def rule_columns(names: tuple[str, ...]
                  ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    """Each probe's ``least`` and ``every`` as arrays in the order of ``names`` (a probe
-    without a rule: never flagged, never keeps a screen going)."""
+    """Each probe's ``least`` and ``every`` (RULES) as arrays in the order of ``names`` (a
+    probe without a rule: never flagged, never keeps a screen going). Made once per set of
+    probes, not once per screen; read only."""
     import numpy
 
-    least = numpy.array([rules[n].least if n in rules else numpy.inf for n in names])
-    every = numpy.array([rules[n].every if n in rules else True for n in names])
+    least = numpy.array([RULES[n].least if n in RULES else numpy.inf for n in names])
+    every = numpy.array([RULES[n].every if n in RULES else True for n in names])
+    least.flags.writeable = every.flags.writeable = False
     return least, every
 
 

@@ -68,7 +68,7 @@ def test_rules_can_be_given() -> None:
 
 def block(**columns: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The samples of a screen so far as the settle check takes them, with the rules."""
-    least, every = rule_columns(list(columns))
+    least, every = rule_columns(tuple(columns))
     return np.column_stack([series(*v) for v in columns.values()]), least, every
 
 
