@@ -108,10 +108,13 @@ def callers(wanted: set[tuple[str, int]],
         done += 1
         # Few traces since tracing restarted: a snapshot costs about a millisecond.
         for trace in tracemalloc.take_snapshot().traces:
-            frames = list(trace.traceback)[::-1]  # innermost first
-            key = (frames[0].filename, frames[0].lineno) if frames else None
+            traceback = trace.traceback
+            if not traceback:
+                continue
+            innermost = traceback[-1]  # one frame read per trace; the whole only for a match
+            key = (innermost.filename, innermost.lineno)
             if key in wanted and key not in found:
-                user = first_user(frames, _filename)
+                user = first_user(reversed(traceback), _filename)
                 if user is not None:
                     found[key] = (user.filename, user.lineno)
         if time.perf_counter() > deadline:
