@@ -111,6 +111,13 @@ def cut_short_text(data: Mapping[str, Any]) -> str:
             f"long for the screen within {allowed:.3g} s ({bound})")
 
 
+def passed_text(data: Mapping[str, Any]) -> str:
+    flags = ", ".join(data.get("flagged", {}))
+    if data.get("rescreen", {}).get("full_verdict") is False:
+        return f"{flags}; none on a second screen with the type cache cleared after each call"
+    return f"{flags}; no leak on the full verdict"
+
+
 def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str]:
     """The end of the session: counts, the ranked leak table, the tests not repeated, the
     tests cut short."""
@@ -150,8 +157,8 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
     if verbosity > 0:
         passed = [n for n, d in records.items() if d.get("verdict") == SweepVerdict.PASSED.value]
         if passed:
-            lines += ["", "flagged by the screen, clean on the full verdict:",
-                      *(f"  {n}: {', '.join(records[n].get('flagged', {}))}" for n in passed)]
+            lines += ["", "flagged by the screen, then clean:",
+                      *(f"  {n}: {passed_text(records[n])}" for n in passed)]
     return lines
 
 
@@ -210,6 +217,7 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
         "not_looked_at": not_looked_at(records),
         "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
         "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
-        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged")}
+        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged"),
+                     **({"rescreen": d["rescreen"]} if "rescreen" in d else {})}
                     for n, d in records.items() if d.get("flagged")],
     }

@@ -6,7 +6,8 @@ looks up names built per call (ast's ``"visit_" + name`` under ``inspect.signatu
 builtins) fills it over thousands of calls, which reads as growth: during a full verdict the
 sweep clears it after each repeat, as CPython's own leak hunter does between runs (it
 measured 2 to 4 blocks per call on three of toolz's tests without, none with). The screen's
-ten calls leave it alone: such a test is flagged, and its full verdict then clears.
+calls leave it alone: such a test is flagged on ``py_blocks``, then screened again with the
+cache cleared after each call (sweep/driver.py), and judged fully only if it still grows.
 
 Clearing points every entry at ``None``. Where ``None`` is an ordinary object (CPython up to
 3.11), each later lookup that lands on such an entry drops ``None``'s reference count by one,
@@ -44,9 +45,9 @@ _clear: Callable[[], object] | None = getattr(sys, "_clear_type_cache", None)
 
 
 class TypeCache:
-    """``after_call()`` after each repeat: a clear once ``arm()`` was called (the full
-    verdict's repeats; the screen's ten calls leave the cache as it is), and ``refill()``
-    once the repeats are over."""
+    """``after_call()`` after each repeat: a clear once ``arm()`` was called (the second
+    screen's and the full verdict's repeats; the first screen leaves the cache as it is),
+    and ``refill()`` once the repeats are over."""
 
     def __init__(self) -> None:
         self.types: list[type] = []
