@@ -1,13 +1,16 @@
 """What the evidence costs on a large heap, with and without retaining paths.
 
-    python bench/evidence_heap.py [--objects 1000000] [--repeats 5]
+    python bench/evidence_heap.py [--objects 1000000] [--repeats 5] [--census whole|partial]
 
 Keeps about ``--objects`` objects alive (half lists, half the strings they hold), then runs
 the evidence rerun (``evidence.rerun.collect``, as the measuring loop does after a failing
 window) over three leaks: bytes kept in a module-level registry, hooks kept by a closure, and
 objects kept in a class attribute. Each repeat runs each leak twice, with the retaining paths
 on and off (off: no time left for them and the search skipped), interleaved, and prints the
-evidence's own time (``evidence["seconds"]``) and what the paths said. Figures only.
+evidence's own time (``evidence["seconds"]``) and what the paths said. ``--census``: force
+the count after the rerun to list the whole heap's atoms again (``whole``) or those of the
+rerun's new containers only (``partial``); by default the evidence chooses by how long the
+first listing took (``census.Atoms.WHOLE_SECONDS``). Figures only.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_membudget.evidence import rerun
+from pytest_membudget.evidence.census import Atoms
 
 REGISTRY: list[dict[str, Any]] = []
 
@@ -72,16 +76,23 @@ def said(found: dict[str, Any]) -> str:
             root = entry["path"]["root"]
             return f"{entry['type']}: {root['kind']} -> {entry['path']['steps'][0]['step']}"
     entries = found.get("paths") or []
-    return f"none ({entries[0].get('reason')})" if entries else "-"
+    if entries:
+        return f"none ({entries[0].get('reason')})"
+    listed = found.get("atoms_listed")
+    return f"- (atoms listed in {listed['in']} only)" if listed else "-"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--census", choices=("whole", "partial"))
     args = parser.parse_args(argv)
+    if args.census:
+        Atoms.WHOLE_SECONDS = float("inf") if args.census == "whole" else -1.0
     ballast = [[str(i)] for i in range(args.objects // 2)]
-    print(f"{len(ballast) * 2:,} objects kept alive; {args.repeats} repeats, interleaved")
+    print(f"{len(ballast) * 2:,} objects kept alive; {args.repeats} repeats, interleaved; "
+          f"census: {args.census or 'chosen by the first listing'}")
     for name, make in LEAKS.items():
         seconds: dict[bool, list[float]] = {True: [], False: []}
         last = ""

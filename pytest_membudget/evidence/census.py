@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from itertools import compress, filterfalse, islice, repeat
@@ -38,21 +39,49 @@ class Atoms:
     """The untracked atoms of the count before the rerun (their ids only: keeping the atoms
     would keep them alive), and those of the count after it that were not there before: the
     new strings and bytes, which the collector's lists never show (retaining paths start
-    from them)."""
+    from them).
+
+    Listing the atoms is most of a count's time, and it grows with the heap (0.2 s for half a
+    million on the project's machine, 0.05 s in a process that imported torch). When the
+    first listing took longer than WHOLE_SECONDS, two such listings would take most of the
+    evidence's 0.8 s: the second then lists only the atoms held by the containers the rerun
+    made (``fresh``), and takes those counted before as still alive. It costs a fraction of
+    the first, and misses the atoms the rerun put into older containers (``partial`` says
+    so)."""
 
     #: Most new atoms kept for the retaining paths: they need a few of each type.
     MOST = 50_000
+    #: Seconds of the first listing after which the second lists the new containers only.
+    WHOLE_SECONDS = 0.25
 
     def __init__(self) -> None:
         self.before: set[int] | None = None
+        #: The atoms counted before, by type, and the seconds that listing took.
+        self.before_types: Counter[type] = Counter()
+        self.seconds = 0.0
+        #: Whether the count after the rerun listed the new containers' atoms only.
+        self.partial = False
         self.new: list[object] = []
         #: The untracked dicts of the count after the rerun: the collector's referrer search
         #: never walks them, so the retaining paths look inside them themselves.
         self.dicts: list[dict[Any, Any]] = []
 
-    def note(self, atoms: dict[int, object], dicts: list[dict[Any, Any]]) -> None:
+    def own(self) -> tuple[object, ...]:
+        """The containers of this bookkeeping, which no count may take for the heap's."""
+        return self, self.before, self.before_types
+
+    def holders(self, objects: list[object], fresh: list[object] | None) -> list[object]:
+        """The containers whose atoms a count lists: the rerun's own when the count before
+        it was slow and they are known, else all of them."""
+        self.partial = self.before is not None and fresh is not None and (
+            self.seconds > self.WHOLE_SECONDS)
+        chosen = fresh if self.partial and fresh is not None else objects
+        return [obj for obj in chosen if type(obj) not in _CODE_TYPES]
+
+    def note(self, atoms: dict[int, object], dicts: list[dict[Any, Any]],
+             by_type: Counter[type], seconds: float) -> None:
         if self.before is None:
-            self.before = set(atoms)
+            self.before, self.before_types, self.seconds = set(atoms), by_type, seconds
             return
         # The set difference in C: a heap of a million objects has half a million atoms,
         # and few of them are new.
@@ -60,12 +89,14 @@ class Atoms:
         self.dicts = list(islice(filter(None, dicts), self.MOST))
 
 
-def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> Counter[str]:
+def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
+                fresh: list[object] | None = None) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
     about 0.2 s), since evidence runs this twice per failure. ``atoms``: told the atoms
-    counted (see Atoms)."""
+    counted (see Atoms); ``fresh``: the objects the rerun made, whose atoms alone a second
+    count lists when the first was slow (the atoms counted before are then taken as alive)."""
     _ask_mapping_once()
     objects = gc.get_objects()
     if exclude:
@@ -73,11 +104,17 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None) -> C
         left_out.add(id(exclude))
         objects = [obj for obj in objects if id(obj) not in left_out]
     by_type = Counter(map(type, objects))
-    holders = [obj for obj in objects if type(obj) not in _CODE_TYPES]
+    started = time.perf_counter()
+    holders = atoms.holders(objects, fresh) if atoms is not None else [
+        obj for obj in objects if type(obj) not in _CODE_TYPES]
     found, dicts = _untracked(holders)
-    by_type.update(map(type, found.values()))
+    if atoms is not None and atoms.partial and atoms.before is not None:
+        found = {i: found[i] for i in found.keys() - atoms.before}
+        by_type.update(atoms.before_types)
+    listed = Counter(map(type, found.values()))
+    by_type.update(listed)
     if atoms is not None:
-        atoms.note(found, dicts)
+        atoms.note(found, dicts, listed, time.perf_counter() - started)
     del objects, holders, found, dicts
     counts: Counter[str] = Counter()
     for cls, count in by_type.items():

@@ -138,10 +138,10 @@ def collect(
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
-    own = (state, state.types, state.sites, state.threads, state.fds, state.atoms,
-           state.atoms.before, state.fresh, state.paths, state.caches, state.traced,
-           *state.sites)
-    grown = type_counts(exclude=own, atoms=state.atoms) if memory else Counter()
+    own = (state, state.types, state.sites, state.threads, state.fds, *state.atoms.own(),
+           state.fresh, state.paths, state.caches, state.traced, *state.sites)
+    grown = type_counts(exclude=own, atoms=state.atoms, fresh=state.fresh) if memory else (
+        Counter())
     del own  # it holds the rerun's objects, which the retaining paths must not meet
     grown.subtract(state.types)
     if memory:
@@ -267,6 +267,9 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
             {"type": name, "count": count, "per_iter": round(count / (done + extra), 2)}
             for name, count in grown.most_common(TOP) if count > 0
         ]
+        if state.atoms.partial:
+            result["atoms_listed"] = {"in": "new containers",
+                                      "whole_seconds": round(state.atoms.seconds, 3)}
     result["threads"] = [
         {"name": t.name, "daemon": t.daemon, "target": thread_target(t)}
         for t in threading.enumerate() if t.ident not in state.threads

@@ -203,6 +203,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
     if types:
         lines.append("  top growing object types:")
         lines += [f"    {t['type']}: +{t['count']} ({t['per_iter']}/iter)" for t in types]
+    if evidence.get("atoms_listed"):
+        lines.append(atoms_line(evidence["atoms_listed"]))
     lines += path_lines(evidence.get("paths") or [])
     if evidence.get("threads"):
         lines.append("  threads started and still alive:")
@@ -300,3 +302,11 @@ def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
         if t.get("created_code"):
             lines.append(f"        {t['created_code']}")
     return lines
+
+
+def atoms_line(listed: dict[str, Any]) -> str:
+    """The census counted the atoms of the rerun's new containers only (a large heap)."""
+    return ("    (strings, bytes and other objects the collector does not track were counted "
+            "in the containers the rerun made only: listing the whole heap's took "
+            f"{listed.get('whole_seconds', 0):.2f} s; growth into older containers shows in "
+            "the lines above, not here)")
