@@ -185,9 +185,10 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
 
 
 def screen_policy(spec: BudgetSpec) -> RunPolicy:
-    """The screen's length: half of its calls when nothing could still be flagged then (each
-    probe read on every delta has had one under its threshold, threads and descriptors have
-    not moved), otherwise all of them."""
+    """The screen's length: its settle point (two calls at the default length, see
+    :func:`~pytest_membudget.sweep.screen.settle_from`) when nothing could still be flagged
+    then (each probe read on every delta has had one under its threshold, threads and
+    descriptors have not moved), otherwise all of its calls."""
     calls = spec.run.iterations or SCREEN_CALLS
     return replace(RunPolicy.for_run(spec.run), settle_from=settle_from(calls))
 

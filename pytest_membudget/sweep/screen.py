@@ -89,10 +89,17 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
 
 
 def settle_from(calls: int) -> int:
-    """Measured calls after which a screen of ``calls`` may stop: half of them. A screen
-    whose first half left nothing that more calls could flag (see :func:`settled`) ends
-    there; the calls are most of a screen's cost on a suite of 1 ms tests."""
-    return max(2, calls // 2)
+    """Measured calls after which a screen of ``calls`` may stop: two at the default length
+    (SCREEN_CALLS) and below, half of a longer screen's. A screen whose calls so far left
+    nothing that more calls could flag (see :func:`settled`) ends there; the calls are most
+    of a screen's cost, on a suite of 1 ms tests as on one of heavy steps.
+
+    The point matters only to ``threads`` and ``fds``, read on their net growth: a probe
+    read on every delta can no longer be flagged once one delta missed it, whenever that
+    was. On the screening data (bench/sweep.py screen), settling after 2 calls flags what
+    settling after 4 does at the default length; a thread kept on one call in ten is seen by
+    a screen of 16 calls that settles at 8, and missed when it settles at 4."""
+    return 2 if calls <= SCREEN_CALLS else calls // 2
 
 
 @functools.lru_cache(maxsize=8)

@@ -95,8 +95,9 @@ def test_a_single_sample_has_not_settled() -> None:
     assert not settled(*block(py_blocks=(1,)))
 
 
-def test_the_settle_point_is_half_the_screen() -> None:
-    assert settle_from(8) == 4 and settle_from(32) == 16 and settle_from(2) == 2
+def test_the_settle_point_is_two_calls_at_the_default_length_and_half_a_longer_screen() -> None:
+    assert settle_from(8) == 2 and settle_from(4) == 2 and settle_from(2) == 2
+    assert settle_from(16) == 8 and settle_from(32) == 16
     # Whatever settles at the settle point would not be flagged by the whole screen either.
     values = (10, 11, 11, 12, 13, 14, 15, 16, 17)
     assert settled(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}
