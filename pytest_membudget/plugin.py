@@ -130,14 +130,14 @@ def _warn_device_wide(item: pytest.Item, spec: BudgetSpec) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """What in this interpreter differs from what the plugin's verdicts are made on: nothing
     on most, one line each where something does (see :mod:`pytest_membudget.interpreter`)."""
-    return [f"membudget: {note}" for note in interpreter.notes(interpreter.GC)]
+    return [f"membudget: {note}" for note in interpreter.header_notes()]
 
 
 def _skip_unavailable(spec: BudgetSpec, nodeid: str, require_cuda: bool) -> None:
     from pytest_membudget.probes import create
 
     if spec.run.gc is GcPolicy.COLLECT:
-        reason = interpreter.gc_collect_reason(interpreter.GC)
+        reason = interpreter.gc_collect_reason(interpreter.gc_facts())
         if reason:
             pytest.skip(f"membudget: gc='collect' cannot be honoured here: {reason}")
     for name in spec.probes:

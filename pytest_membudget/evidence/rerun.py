@@ -41,7 +41,7 @@ from pytest_membudget.evidence.sites import (
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
-from pytest_membudget.interpreter import GC
+from pytest_membudget.interpreter import gc_facts
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
@@ -118,7 +118,7 @@ def collect(
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
     # Not over a freeze the session made itself: unfreezing would undo it.
-    own_freeze = GC.freezes and gc.get_freeze_count() == 0
+    own_freeze = gc_facts().freezes and gc.get_freeze_count() == 0
     if own_freeze:
         gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()

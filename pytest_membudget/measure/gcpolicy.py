@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from pytest_membudget.interpreter import GC
+from pytest_membudget.interpreter import gc_facts
 from pytest_membudget.vocabulary import GcPolicy
 
 
@@ -16,9 +16,9 @@ class GarbageCollection:
     plugin assumes of it (see :mod:`pytest_membudget.interpreter`), nothing is frozen: each
     collection then walks the whole heap."""
 
-    def __init__(self, policy: GcPolicy, freezes: bool = GC.freezes) -> None:
+    def __init__(self, policy: GcPolicy, freezes: bool | None = None) -> None:
         self.collect = policy is GcPolicy.COLLECT
-        self.freezes = freezes
+        self.freezes = gc_facts().freezes if freezes is None else freezes
         self.frozen = False
 
     def open_window(self) -> None:

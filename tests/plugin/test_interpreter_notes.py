@@ -27,7 +27,7 @@ ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "-rs")
 
 def test_a_collect_that_leaves_cycles_skips_gc_collect_tests_with_the_reason(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(interpreter, "GC", GcFacts(collects=False, freezes=True,
+    monkeypatch.setattr(interpreter, "_FACTS", GcFacts(collects=False, freezes=True,
                                                    kind="generational"))
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_inprocess(*ARGS)
@@ -41,7 +41,7 @@ def test_a_collect_that_leaves_cycles_skips_gc_collect_tests_with_the_reason(
 def test_a_usual_interpreter_adds_no_header_line(pytester: pytest.Pytester,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(interpreter, "free_threaded", lambda: False)
-    monkeypatch.setattr(interpreter, "GC", GcFacts(collects=True, freezes=True,
+    monkeypatch.setattr(interpreter, "_FACTS", GcFacts(collects=True, freezes=True,
                                                    kind="generational"))
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_inprocess(*ARGS)
@@ -54,7 +54,7 @@ def test_a_free_threaded_build_runs_with_a_header_line(pytester: pytest.Pytester
     """Every probe this suite uses still runs; the header says what they mean there."""
     monkeypatch.setattr(interpreter, "free_threaded", lambda: True)
     monkeypatch.setattr(interpreter, "gil_enabled", lambda: False)
-    monkeypatch.setattr(interpreter, "GC", GcFacts(collects=True, freezes=True,
+    monkeypatch.setattr(interpreter, "_FACTS", GcFacts(collects=True, freezes=True,
                                                    kind="free-threaded"))
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_inprocess(*ARGS)
@@ -65,7 +65,7 @@ def test_a_free_threaded_build_runs_with_a_header_line(pytester: pytest.Pytester
 def test_an_incremental_collector_is_named_in_the_header(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(interpreter, "free_threaded", lambda: False)
-    monkeypatch.setattr(interpreter, "GC", GcFacts(collects=True, freezes=True,
+    monkeypatch.setattr(interpreter, "_FACTS", GcFacts(collects=True, freezes=True,
                                                    kind="incremental"))
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_inprocess(*ARGS)
