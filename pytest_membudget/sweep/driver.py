@@ -245,24 +245,15 @@ def sweep_steps(
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
-    # Names built per call that the type cache keeps read as a block or two per call; the
-    # screen again with the cache cleared after each call tells them from a leak in a few
-    # calls, instead of a full verdict's 128 (when the time allows a second screen).
     if set(outcome.flagged) == {CACHE_HELD} and 2 * ending.elapsed() < allowed:
-        TYPE_CACHE.arm()
-        again = yield from _screen(spec, catch)
-        outcome.calls += again.calls
+        again = yield from _second_screen(spec, catch, outcome)
         if again.error is not None:
             outcome.screen_seconds = ending.elapsed()
             return ending.not_repeatable(again, screen.calls)
-        assert isinstance(again.measurement, ScreenMeasurement)
-        outcome.rescreen = again.measurement.per_call(CACHE_HELD)
-        outcome.flagged.update(_flags(again))
     outcome.screen_seconds = ending.elapsed()
     if not outcome.flagged:
         return ending.finish()
-    if outcome.rescreen is not None and outcome.rescreen < CACHE_HELD_MOST and set(
-            outcome.flagged) == {CACHE_HELD}:
+    if _held_by_type_cache(outcome):
         outcome.verdict = SweepVerdict.PASSED
         return ending.finish()
     left = allowed - ending.elapsed()
@@ -296,6 +287,28 @@ def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...]) -> Steps[R
 def _flags(screen: Repetition) -> dict[str, float]:
     assert isinstance(screen.measurement, ScreenMeasurement)
     return screen.measurement.flagged()
+
+
+def _second_screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
+                   outcome: SweepOutcome) -> Steps[Repetition]:
+    """Names built per call that the type cache keeps read as a block or two per call: the
+    screen again, with the cache cleared after each call, tells them from a leak in a few
+    calls instead of a full verdict's 128. Its growth and flags go into ``outcome``."""
+    TYPE_CACHE.arm()
+    again = yield from _screen(spec, catch)
+    outcome.calls += again.calls
+    if again.error is None:
+        assert isinstance(again.measurement, ScreenMeasurement)
+        outcome.rescreen = again.measurement.per_call(CACHE_HELD)
+        outcome.flagged.update(_flags(again))
+    return again
+
+
+def _held_by_type_cache(outcome: SweepOutcome) -> bool:
+    """Flagged on ``py_blocks`` alone, which the second screen saw grow by less than
+    CACHE_HELD_MOST per call."""
+    return (outcome.rescreen is not None and outcome.rescreen < CACHE_HELD_MOST
+            and set(outcome.flagged) == {CACHE_HELD})
 
 
 @dataclass

@@ -216,3 +216,16 @@ def test_a_leak_flagged_on_blocks_alone_is_screened_again_and_confirmed(
     assert outcome.rescreen is not None and outcome.rescreen >= 1.0
     assert outcome.verdict is SweepVerdict.LEAK
     assert outcome.to_dict()["rescreen"]["full_verdict"] is True
+
+
+def test_the_verbose_list_says_how_a_flagged_test_was_cleared() -> None:
+    from pytest_membudget.sweep.table import passed_text
+
+    second = {"flagged": {"py_blocks": 8.0},
+              "rescreen": {"py_blocks_per_call": 0.0, "full_verdict": False}}
+    assert passed_text(second) == (
+        "py_blocks; none on a second screen with the type cache cleared after each call")
+    full = {"flagged": {"py_blocks": 8.0},
+            "rescreen": {"py_blocks_per_call": 1.0, "full_verdict": True}}
+    assert passed_text(full) == "py_blocks; no leak on the full verdict"
+    assert passed_text({"flagged": {"rss": 4096.0}}) == "rss; no leak on the full verdict"
