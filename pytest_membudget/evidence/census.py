@@ -75,8 +75,7 @@ class Atoms:
         it was slow and they are known, else all of them."""
         self.partial = self.before is not None and fresh is not None and (
             self.seconds > self.WHOLE_SECONDS)
-        chosen = fresh if self.partial and fresh is not None else objects
-        return [obj for obj in chosen if type(obj) not in _CODE_TYPES]
+        return _holders(fresh if self.partial and fresh is not None else objects)
 
     def note(self, atoms: dict[int, object], dicts: list[dict[Any, Any]],
              by_type: Counter[type], seconds: float) -> None:
@@ -105,8 +104,7 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
         objects = [obj for obj in objects if id(obj) not in left_out]
     by_type = Counter(map(type, objects))
     started = time.perf_counter()
-    holders = atoms.holders(objects, fresh) if atoms is not None else [
-        obj for obj in objects if type(obj) not in _CODE_TYPES]
+    holders = atoms.holders(objects, fresh) if atoms is not None else _holders(objects)
     found, dicts = _untracked(holders)
     if atoms is not None and atoms.partial and atoms.before is not None:
         found = {i: found[i] for i in found.keys() - atoms.before}
@@ -121,6 +119,11 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
         if cls not in _NUMBERS:
             counts[type_name(cls)] += count
     return counts
+
+
+def _holders(objects: list[object]) -> list[object]:
+    """The objects whose atoms are data (see _CODE_TYPES)."""
+    return [obj for obj in objects if type(obj) not in _CODE_TYPES]
 
 
 def _untracked(holders: list[object]) -> tuple[dict[int, object], list[dict[Any, Any]]]:
