@@ -41,7 +41,7 @@ from pytest_membudget.evidence.sites import (
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
-from pytest_membudget.interpreter import gc_facts
+from pytest_membudget.interpreter import collect_quietly, gc_facts, session_froze, thaw
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
@@ -108,6 +108,8 @@ def collect(
     growth is native, a few more under memray for its native stacks."""
     started = time.perf_counter()
     memory = any(PROBES[name].traced_evidence for name in failing)
+    # Checked (on first use) before the objects are counted: the check's objects are not growth.
+    freezes = gc_facts().freezes
     # Made before the objects are counted, so that its own few objects never read as growth.
     tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
@@ -118,7 +120,7 @@ def collect(
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
     # Not over a freeze the session made itself: unfreezing would undo it.
-    own_freeze = gc_facts().freezes and gc.get_freeze_count() == 0
+    own_freeze = freezes and not session_froze()
     if own_freeze:
         gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
@@ -132,7 +134,7 @@ def collect(
         if own_tracer:
             tracemalloc.stop()
         if own_freeze:
-            gc.unfreeze()
+            thaw()
         if tasks is not None:
             tasks.stop()
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
@@ -174,6 +176,14 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
     return fresh
 
 
+def _no_fresh_reason() -> str:
+    if not gc_facts().freezes:
+        return ("gc.freeze() does not set the old objects apart on this Python, so the new "
+                "ones cannot be told")
+    return ("objects the session froze itself (gc.freeze() before this test) were left "
+            "frozen, so the new ones cannot be told")
+
+
 def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
     time (at least PATH_LEAST_SECONDS)."""
@@ -181,8 +191,7 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
     if not top:
         return []
     if state.fresh is None:
-        return [{"type": name, "count": count, "reason": "gc.freeze() does not set the old "
-                 "objects apart on this Python, so the new ones cannot be told"}
+        return [{"type": name, "count": count, "reason": _no_fresh_reason()}
                 for name, count in top]
     new: dict[str, list[object]] = {name: [] for name, _ in top}
     names: dict[type, str] = {}
@@ -223,9 +232,11 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     """The rerun under tracing, then the callers of the library lines that grew."""
     if state.tasks is not None:
         state.tasks.track()
-    before = tracemalloc.take_snapshot() if state.memory else None
+    # Before the snapshot: what listing them leaves behind (Python 3.10 keeps a frame per
+    # function on its first call, os.path.join's helpers among them) is not the rerun's.
     state.threads = {t.ident for t in threading.enumerate()}
     state.fds = set(fd_targets())
+    before = tracemalloc.take_snapshot() if state.memory else None
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
     shortest, longest = RERUN_SECONDS
@@ -278,15 +289,3 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
     if state.tasks is not None:
         result["tasks"] = state.tasks.new_tasks(done + extra)
     return result
-
-
-def collect_quietly() -> None:
-    """A collection of the evidence's own, with ``gc.callbacks`` set aside while it runs.
-    Callbacks keep state in globals (hypothesis stores the time of each collection as a new
-    float), so a collection between the two snapshots would name their lines as growth."""
-    callbacks = gc.callbacks[:]
-    gc.callbacks.clear()
-    try:
-        gc.collect()
-    finally:
-        gc.callbacks[:] = callbacks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from pytest_membudget.interpreter import gc_facts
+from pytest_membudget.interpreter import gc_facts, session_froze, thaw
 from pytest_membudget.vocabulary import GcPolicy
 
 
@@ -25,7 +25,7 @@ class GarbageCollection:
         # Objects the session froze itself (gc.freeze() in a conftest, before forking
         # workers) would be unfrozen with the window's: then nothing is frozen, and each
         # collection walks the whole heap instead.
-        if self.collect and self.freezes and gc.get_freeze_count() == 0:
+        if self.collect and self.freezes and not session_froze():
             # Garbage from before the window is frozen too: it stays as it is, a constant
             # that no slope sees, and a full collection here (tens of ms on a large heap,
             # on every test) is saved.
@@ -34,5 +34,5 @@ class GarbageCollection:
 
     def release(self) -> None:
         if self.frozen:
-            gc.unfreeze()
+            thaw()
             self.frozen = False

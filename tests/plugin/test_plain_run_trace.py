@@ -19,7 +19,7 @@ from pytest_membudget import interpreter
 def test_plain():
     # Nothing budgeted has run: the collector was never checked, frozen or made to collect.
     assert interpreter._FACTS is None
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == interpreter._INHERITED  # the interpreter's own (3.12)
 
 
 @pytest.mark.membudget(gc_objects=0, iterations=12, warmup=2)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import time
 from typing import Any, ClassVar
 
 import pytest
 from support.evidence_runs import evidence_of
 
+from pytest_membudget import interpreter
 from pytest_membudget.evidence import rerun
 from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.render.retention import path_text
@@ -153,3 +155,20 @@ def test_a_bounded_cache_on_the_path_says_how_full_it_is_and_how_fast_it_fills()
     assert cache["calls_to_full"] == 100_000 - cache["currsize"]
     assert evidence["bounded"] == [cache]
     _bounded.cache_clear()
+
+
+def test_a_freeze_the_session_made_is_left_and_the_paths_say_why_none_is_told() -> None:
+    # A conftest's gc.freeze() before forking workers: the rerun must not thaw it, so the new
+    # objects cannot be told from the old ones, and the evidence says that, not that this
+    # Python's freeze does not work.
+    kept: list[list[int]] = []
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        evidence = evidence_of(lambda: kept.append([1, 2]), {"gc_objects"})
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        interpreter.thaw()
+    entry = next(p for p in evidence["paths"] if p["type"] == "list")
+    assert "path" not in entry
+    assert entry["reason"].startswith("objects the session froze itself"), entry
