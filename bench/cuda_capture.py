@@ -102,14 +102,16 @@ def main() -> int:
         "allocator_backend": torch.cuda.memory.get_allocator_backend(),
         "file": inspect.getsourcefile(leak_step), "function": "leak_step", "steps": 10,
         "lines": {"small": tagged("LEAK_SMALL"), "large": tagged("LEAK_LARGE")},
-        "forward_line": tagged("FORWARD", backward_step), "gradient_bytes": 128 * 128 * 4,
+        "forward_line": tagged("FORWARD", backward_step),
+        "backward_line": tagged("allocated in backward", backward_step),
+        "gradient_bytes": 128 * 128 * 4,
     }
     (args.out / "capture.json").write_text(json.dumps(facts, indent=1))
     (args.out / "CAPTURED.md").write_text(
         f"Captured by bench/cuda_capture.py on {facts['device']}, torch {facts['torch']} "
         f"(CUDA {facts['cuda']}), {facts['captured_utc']}.\n\n"
-        "- memory_stats.json: torch.cuda.memory_stats() after 10 calls of leak_step under the "
-        "plugin's recording, cuBLAS workspaces released.\n"
+        "- memory_stats.json: torch.cuda.memory_stats() after 10 calls each of leak_step and "
+        "backward_step under the plugin's recording, cuBLAS workspaces released.\n"
         "- snapshot.json: torch.cuda.memory._snapshot() at the same moment.\n"
         "- snapshot_start.json: the snapshot right before the recording started.\n\n"
         "```python\n" + inspect.getsource(leak_step) + "\n\n"

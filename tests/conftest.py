@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 pytest_plugins = ["pytester"]
+ASYNCIO = importlib.util.find_spec("pytest_asyncio") is not None
 
 
 @pytest.fixture(autouse=True)
@@ -14,6 +17,9 @@ def inner_runs_in_file_order(request: pytest.FixtureRequest,
     PYTEST_ADDOPTS."""
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
-    # pytest-asyncio (a test dependency) warns in every inner run that leaves this unset.
-    monkeypatch.setenv("PYTEST_ADDOPTS",
-                       "-p no:randomly -o asyncio_default_fixture_loop_scope=function")
+    # pytest-asyncio (a test dependency) warns in every inner run that leaves this unset;
+    # pytest warns of the option where pytest-asyncio is not installed (a GPU machine's).
+    addopts = "-p no:randomly"
+    if ASYNCIO:
+        addopts += " -o asyncio_default_fixture_loop_scope=function"
+    monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
