@@ -98,7 +98,6 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
     counted (see Atoms); ``fresh``: the objects the rerun made, whose atoms alone a second
     count lists when the first was slow (the atoms counted before are then taken as alive)."""
     _ask_mapping_once()
-    _ask_mapping_once()
     objects = gc.get_objects()
     if exclude:
         left_out = {id(obj) for obj in exclude}
