@@ -27,9 +27,11 @@ forking workers is the program's choice, and thawing it would undo it. The inter
 are the exception (:func:`session_froze`): CPython 3.12's collections put the immortal objects
 they meet in the permanent generation (the bases tuples of its static types, 375 on 3.12.1),
 so ``gc.get_freeze_count()`` is 375 from the start. A thaw gives them back to the oldest
-generation, where ``gc.get_objects()`` lists them until a full collection freezes them again;
-the plugin's thaw runs that collection itself (:func:`thaw`), so that its freezes leave no
-trace a test can read.
+generation, where ``gc.get_objects()`` lists them until the next full collection freezes them
+again: the program's (a test that counts objects collects first) or the collector's own. The
+plugin does not run that collection after each window: on a test session's heap it costs
+tens of milliseconds (33 ms on multidict's suite), which the sweep would pay on every test.
+The evidence and the check of the collector run it (:func:`refreeze_own`), once each.
 
 Where the first does not hold, a test that asks for ``gc="collect"`` is skipped with the
 reason; where the second does not hold, nothing is frozen (collections walk the whole heap:
@@ -95,8 +97,9 @@ def check_gc() -> GcFacts:
             collects = _collects_a_cycle()
             kind = _collector_kind()
         finally:
-            thawed = thaw()
-        freezes = freezes and thawed
+            gc.unfreeze()
+        freezes = freezes and gc.get_freeze_count() == 0
+        refreeze_own()
     finally:
         gc.callbacks[:] = callbacks
     return GcFacts(collects=collects, freezes=freezes, kind=kind)
@@ -113,15 +116,11 @@ def session_froze() -> bool:
     return gc.get_freeze_count() > _INHERITED
 
 
-def thaw() -> bool:
-    """``gc.unfreeze()``, for a freeze the plugin made; True where it gave every object back.
-    Where the interpreter keeps objects frozen itself, a full collection freezes them again
-    (see the module's docstring)."""
-    gc.unfreeze()
-    thawed = gc.get_freeze_count() == 0
-    if _INHERITED:
+def refreeze_own() -> None:
+    """Where the interpreter keeps objects frozen itself and a thaw gave them back, the full
+    collection that freezes them again (see the module's docstring)."""
+    if gc.get_freeze_count() < _INHERITED:
         collect_quietly()
-    return thawed
 
 
 def collect_quietly() -> None:

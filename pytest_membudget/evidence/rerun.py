@@ -41,7 +41,12 @@ from pytest_membudget.evidence.sites import (
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
-from pytest_membudget.interpreter import collect_quietly, gc_facts, session_froze, thaw
+from pytest_membudget.interpreter import (
+    collect_quietly,
+    gc_facts,
+    refreeze_own,
+    session_froze,
+)
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
@@ -134,7 +139,8 @@ def collect(
         if own_tracer:
             tracemalloc.stop()
         if own_freeze:
-            thaw()
+            gc.unfreeze()
+            refreeze_own()  # the counts after the rerun list what the one before did
         if tasks is not None:
             tasks.stop()
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's

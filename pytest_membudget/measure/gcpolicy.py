@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from pytest_membudget.interpreter import gc_facts, session_froze, thaw
+from pytest_membudget.interpreter import gc_facts, session_froze
 from pytest_membudget.vocabulary import GcPolicy
 
 
@@ -34,5 +34,6 @@ class GarbageCollection:
 
     def release(self) -> None:
         if self.frozen:
-            thaw()
+            # Not refrozen here (interpreter.refreeze_own): a full collection per window.
+            gc.unfreeze()
             self.frozen = False

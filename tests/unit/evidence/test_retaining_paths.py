@@ -168,7 +168,8 @@ def test_a_freeze_the_session_made_is_left_and_the_paths_say_why_none_is_told() 
         evidence = evidence_of(lambda: kept.append([1, 2]), {"gc_objects"})
         assert gc.get_freeze_count() >= frozen
     finally:
-        interpreter.thaw()
+        gc.unfreeze()
+        interpreter.refreeze_own()
     entry = next(p for p in evidence["paths"] if p["type"] == "list")
     assert "path" not in entry
     assert entry["reason"].startswith("objects the session froze itself"), entry
