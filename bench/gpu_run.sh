@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA checks of pytest-membudget, in one command for a machine with a CUDA device, within
 # 10 minutes (570 s by default: GPU_RUN_BUDGET_S; the cost step measures for GPU_RUN_COSTS_S,
-# 140 s by default):
+# 140 s by default; GPU_RUN_ARCHIVE=FILE.tgz archives OUT_DIR at the end):
 #
 #   bench/gpu_run.sh OUT_DIR [GPU_CHECK_SCRIPT]
 #
@@ -130,3 +130,8 @@ elif [ -n "$GPU_CHECK" ]; then
     echo "06_gpu_check: SKIPPED (only $left s left)" | tee -a "$SUMMARY"
 fi
 echo "total: $((SECONDS - START)) s" | tee -a "$SUMMARY"
+# GPU_RUN_ARCHIVE=FILE.tgz: everything under OUT_DIR in one file, for a machine that hands
+# back only a few files of a run.
+if [ -n "${GPU_RUN_ARCHIVE:-}" ]; then
+    tar czf "$GPU_RUN_ARCHIVE" -C "$OUT" . && echo "archive: $GPU_RUN_ARCHIVE" | tee -a "$SUMMARY"
+fi
