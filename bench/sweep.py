@@ -157,11 +157,11 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
         SCREEN_WARMUP,
         flagged,
         rule_columns,
-        settle_from,
+        settle_points,
         settled,
     )
 
-    shortest = settle_from(length)
+    points = settle_points(length)
     hits = {"whole": dict.fromkeys(names, 0), "settling": dict.fromkeys(names, 0)}
     calls: dict[str, list[tuple[str, int]]] = {"whole": [], "settling": []}
     for run in runs:
@@ -172,11 +172,11 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
             if len(window) < length + 1:
                 continue
             least, every = rule_columns(tuple(probes))
-            # Read once, at the settle point; a screen that goes on leaves the delta across
-            # that reading out of its rule (sweep.driver.ScreenMeasurement).
-            stop = shortest if settled(window[: shortest + 1], least, every) else length
-            for kind, rows, skip in (("whole", length, None),
-                                     ("settling", stop, shortest if stop == length else None)):
+            # Read at each settle point until one has settled; a screen that goes on leaves
+            # the delta across each reading out of its rule (sweep.driver.ScreenMeasurement).
+            stop = next((p for p in points if settled(window[: p + 1], least, every)), length)
+            read = [p for p in points if p < stop]
+            for kind, rows, skip in (("whole", length, []), ("settling", stop, read)):
                 series = {k: window[: rows + 1, c] for c, k in enumerate(probes)}
                 hits[kind][name] += bool(flagged(series, skip=skip))
                 calls[kind].append((name, SCREEN_WARMUP + rows))

@@ -92,10 +92,11 @@ class RunPolicy:
     #: Sample after every call, whatever a sample costs beside the call (the sweep's
     #: confirmation: a short run whose checkpoints must each see a full tail).
     every_call: bool = False
-    #: A fixed run (the sweep's screen) may stop after this many measured calls, when its
-    #: samples have settled there (nothing left that more calls could flag): the loop asks
-    #: the measurement once, at that sample (``Measurement.settled``; see measure/loop.py).
-    settle_from: int | None = None
+    #: A fixed run (the sweep's screen) may stop after any of these counts of measured calls,
+    #: when its samples have settled there (nothing left that more calls could flag): the
+    #: loop asks the measurement at those samples only (``Measurement.settled``; see
+    #: measure/loop.py).
+    settle_at: tuple[int, ...] = ()
 
     @classmethod
     def for_run(cls, run: RunSettings) -> RunPolicy:

@@ -138,7 +138,7 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
     # The window's clock, set before the first sample for the same reason.
     m.window_began, m.window_seconds = clock(), zero + 0.0
     due_time = m.window_began + checkpoint.by
-    settle = policy.settle_from or 0
+    settle = policy.settle_at
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
@@ -160,9 +160,9 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples once, at its settle point, and stops if they have
-            # settled (the delta across the reading is not judged: see sweep/driver.py).
-            if settle and m.measured == settle and m.settled():
+            # A screen reads its samples at its settle points, and stops if they have
+            # settled (the delta across a reading is not judged: see sweep/driver.py).
+            if settle and m.measured in settle and m.settled():
                 m.stopped = StopReason.CLEAR
                 return iteration
         if not due and not out_of_time:

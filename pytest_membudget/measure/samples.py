@@ -109,7 +109,7 @@ class Measurement:
         return True
 
     def settled(self) -> bool:
-        """At a run's settle point (``RunPolicy.settle_from``, the sweep's screen): whether it
+        """At a run's settle point (``RunPolicy.settle_at``, the sweep's screen): whether it
         may stop there. Runs without a settle point never ask."""
         return False
 

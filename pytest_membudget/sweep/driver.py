@@ -29,7 +29,7 @@ from pytest_membudget.sweep.screen import (
     STEADY_PROBES,
     flagged,
     rule_columns,
-    settle_from,
+    settle_points,
     settled,
 )
 from pytest_membudget.sweep.typecache import TYPE_CACHE
@@ -51,30 +51,31 @@ SOURCE = "from the membudget sweep"
 
 class ScreenMeasurement(Measurement):
     """The screen's samples: the screening rule reads them, so the runner's own judgement of
-    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks once,
-    at the settle point (see :func:`screen_policy`), whether they have
+    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks at the
+    settle points (see :func:`screen_policy`) whether they have
     :func:`~pytest_membudget.sweep.screen.settled`. A screen that goes on has the delta
-    across that reading left out of its rule (``skip``): the reading's own objects moved
+    across each reading left out of its rule (``read``): the reading's own objects moved
     ``py_blocks`` by one in that delta in a few screens in a thousand."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         # Made before the window, so that the reading in it allocates only temporaries.
         self.least, self.every = rule_columns(tuple(self.probes))
-        #: The delta the reading fell in (window samples ``skip`` to ``skip + 1``), if any.
-        self.skip: int | None = None
+        #: The window samples the readings were made at: the deltas that follow them are
+        #: left out of the rule. Appending to it allocates in such a delta.
+        self.read: list[int] = []
 
     def judge(self) -> Verdict:
         return Verdict({})
 
     def settled(self) -> bool:
         start = self.window_start
-        self.skip = self.rows - 1 - start
+        self.read.append(self.rows - 1 - start)
         return settled(self.values[start : self.rows], self.least, self.every)
 
     def flagged(self) -> dict[str, float]:
-        """The probes the screening rule flags, without the delta across the reading."""
-        return flagged(self.window()[1], skip=self.skip)
+        """The probes the screening rule flags, without the deltas across the readings."""
+        return flagged(self.window()[1], skip=self.read)
 
     def per_call(self, name: str) -> float:
         """A probe's net growth per call over the window."""
@@ -185,12 +186,12 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
 
 
 def screen_policy(spec: BudgetSpec) -> RunPolicy:
-    """The screen's length: its settle point (two calls at the default length, see
-    :func:`~pytest_membudget.sweep.screen.settle_from`) when nothing could still be flagged
-    then (each probe read on every delta has had one under its threshold, threads and
-    descriptors have not moved), otherwise all of its calls."""
+    """The screen's length: the first of its settle points (every second call at the default
+    length, see :func:`~pytest_membudget.sweep.screen.settle_points`) where nothing could
+    still be flagged (each probe read on every delta has had one under its threshold,
+    threads and descriptors have not moved), otherwise all of its calls."""
     calls = spec.run.iterations or SCREEN_CALLS
-    return replace(RunPolicy.for_run(spec.run), settle_from=settle_from(calls))
+    return replace(RunPolicy.for_run(spec.run), settle_at=settle_points(calls))
 
 
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:

@@ -11,7 +11,7 @@ the length and the thresholds are in docs/sweep.md (measured with bench/sweep.py
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
 __all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged",
-           "settle_from", "settled"]
+           "settle_points", "settled"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
@@ -68,10 +68,11 @@ RULES: dict[str, Step] = {
 
 
 def flagged(series: Mapping[str, npt.NDArray[np.float64]],
-            rules: Mapping[str, Step] = RULES, skip: int | None = None) -> dict[str, float]:
+            rules: Mapping[str, Step] = RULES, skip: Collection[int] = ()) -> dict[str, float]:
     """The probes whose samples (one per call, the window only) grew by the rule, each with
-    its growth over the screen. ``skip``: a delta left out of the rule (the one across the
-    screen's settle reading), whose growth still counts in the net."""
+    its growth over the screen. ``skip``: deltas left out of the rule (those across the
+    screen's settle readings), whose growth still counts in the net; one delta at least is
+    judged."""
     import numpy
 
     found: dict[str, float] = {}
@@ -80,26 +81,33 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
         if rule is None or len(values) < 2:
             continue
         deltas = numpy.diff(values)
-        if skip is not None and 0 <= skip < len(deltas) and len(deltas) > 1:
-            deltas = numpy.delete(deltas, skip)
+        left_out = [i for i in skip if 0 <= i < len(deltas)]
+        if left_out and len(left_out) < len(deltas):
+            deltas = numpy.delete(deltas, left_out)
         growth = float(values[-1] - values[0])
         if bool(numpy.all(deltas >= rule.least)) if rule.every else growth >= rule.least:
             found[name] = growth
     return found
 
 
-def settle_from(calls: int) -> int:
-    """Measured calls after which a screen of ``calls`` may stop: two at the default length
-    (SCREEN_CALLS) and below, half of a longer screen's. A screen whose calls so far left
-    nothing that more calls could flag (see :func:`settled`) ends there; the calls are most
-    of a screen's cost, on a suite of 1 ms tests as on one of heavy steps.
+def settle_points(calls: int) -> tuple[int, ...]:
+    """Counts of measured calls after which a screen of ``calls`` may stop: every second call
+    at the default length (SCREEN_CALLS: after 2, 4 and 6) and below, half of a longer
+    screen's. A screen whose calls so far left nothing that more calls could flag (see
+    :func:`settled`) ends at the first of them where that holds; the calls are most of a
+    screen's cost, on a suite of 1 ms tests as on one of heavy steps. Each reading that does
+    not stop the screen costs its every-delta rule the delta across it (see ``flagged``).
 
-    The point matters only to ``threads`` and ``fds``, read on their net growth: a probe
-    read on every delta can no longer be flagged once one delta missed it, whenever that
-    was. On the screening data (bench/sweep.py screen), settling after 2 calls flags what
-    settling after 4 does at the default length; a thread kept on one call in ten is seen by
-    a screen of 16 calls that settles at 8, and missed when it settles at 4."""
-    return 2 if calls <= SCREEN_CALLS else calls // 2
+    The first point matters only to ``threads`` and ``fds``, read on their net growth: a
+    probe read on every delta can no longer be flagged once one delta missed it, whenever
+    that was. On the screening data (bench/sweep.py screen), settling after 2 calls flags
+    what settling after 4 does at the default length; a thread kept on one call in ten is
+    seen by a screen of 16 calls that settles at 8, and missed when it settles at 4. The
+    later points end the screens of tests whose exact counters grow on their first few
+    calls and then stop (a subprocess's, a buffer's first growth): docs/sweep.md gives the
+    figures."""
+    first = 2 if calls <= SCREEN_CALLS else calls // 2
+    return tuple(range(first, calls, first))
 
 
 @functools.lru_cache(maxsize=8)

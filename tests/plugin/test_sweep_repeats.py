@@ -236,17 +236,32 @@ def test_the_screen_length(pytester: pytest.Pytester) -> None:
 
         def test_seven_calls_at_most():
             CALLS[0] += 1
-            if CALLS[0] <= 6:  # growth in sight at the settle point: the screen goes on
+            if CALLS[0] <= 6:  # growth in sight at the first settle point: the screen goes on
                 KEPT.append(object())
             assert CALLS[0] <= 7
     """)
-    # A screen that does not settle makes all its calls: the default's 2 + 8 repeats reach
-    # the 8th call, which raises; a screen of 4 makes 2 + 4 (its last call grows nothing, so
-    # it is not flagged; the delta after the settle reading, the third, is left out).
+    # The screen reads again after its 4th measured call (the 7th call), sees that the
+    # growth stopped, and stops there: no 8th call. A screen of 4 makes 2 + 4 (its last call
+    # grows nothing, so it is not flagged; the delta after the settle reading, the third,
+    # is left out).
     _, section = sweep_section(pytester, "--membudget-sweep")
-    assert [e["failed_call"] for e in section["not_repeatable"]] == [7]
+    assert section["counts"] == {"clean": 1}, section
     _, section = sweep_section(pytester, "--membudget-sweep", "--membudget-sweep-screen=4")
     assert section["counts"] == {"clean": 1}
+    pytester.makepyfile("""
+        KEPT = []
+        CALLS = [0]
+
+        def test_ten_calls_at_most():
+            CALLS[0] += 1
+            if CALLS[0] <= 9:  # growth at every settle point (after 2, 4 and 6 measured)
+                KEPT.append(object())
+            assert CALLS[0] <= 10
+    """)
+    # A screen that does not settle makes all its calls: the default's 2 + 8 repeats reach
+    # the 11th call, which raises.
+    _, section = sweep_section(pytester, "--membudget-sweep")
+    assert [e["failed_call"] for e in section["not_repeatable"]] == [10]
     bad = pytester.runpytest_subprocess(*ARGS, "--membudget-sweep-screen=1")
     bad.stderr.fnmatch_lines(["*sweep_screen='1' from --membudget-sweep-screen: must be >= 2*"])
 

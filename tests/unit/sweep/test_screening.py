@@ -13,7 +13,7 @@ from pytest_membudget.sweep.screen import (
     Step,
     flagged,
     rule_columns,
-    settle_from,
+    settle_points,
     settled,
 )
 
@@ -95,9 +95,11 @@ def test_a_single_sample_has_not_settled() -> None:
     assert not settled(*block(py_blocks=(1,)))
 
 
-def test_the_settle_point_is_two_calls_at_the_default_length_and_half_a_longer_screen() -> None:
-    assert settle_from(8) == 2 and settle_from(4) == 2 and settle_from(2) == 2
-    assert settle_from(16) == 8 and settle_from(32) == 16
+def test_the_settle_points_are_every_second_call_at_the_default_length_and_half_a_longer_screen(
+        ) -> None:
+    assert settle_points(8) == (2, 4, 6) and settle_points(4) == (2,)
+    assert settle_points(2) == () and settle_points(3) == (2,)
+    assert settle_points(16) == (8,) and settle_points(32) == (16,)
     # Whatever settles at the settle point would not be flagged by the whole screen either.
     values = (10, 11, 11, 12, 13, 14, 15, 16, 17)
     assert settled(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}
@@ -107,6 +109,17 @@ def test_a_skipped_delta_is_left_out_of_the_rule_but_not_of_the_growth() -> None
     # The delta across the screen's settle reading (index 2 here) read 0: a leak all the same.
     values = series(10, 11, 12, 12, 13, 14)
     assert flagged({"py_blocks": values}) == {}
-    assert flagged({"py_blocks": values}, skip=2) == {"py_blocks": 4.0}
+    assert flagged({"py_blocks": values}, skip=[2]) == {"py_blocks": 4.0}
     # Any other delta under the threshold still rules the probe out.
-    assert flagged({"py_blocks": series(10, 11, 11, 12, 13, 14)}, skip=2) == {}
+    assert flagged({"py_blocks": series(10, 11, 11, 12, 13, 14)}, skip=[2]) == {}
+
+
+def test_the_deltas_across_several_readings_are_left_out_and_one_delta_is_always_judged(
+        ) -> None:
+    values = series(10, 11, 12, 12, 13, 13, 14, 15, 16)
+    assert flagged({"py_blocks": values}, skip=[2]) == {}
+    assert flagged({"py_blocks": values}, skip=[2, 4]) == {"py_blocks": 6.0}
+    # Deltas past the series (a screen that stopped at a reading) are ignored.
+    assert flagged({"py_blocks": series(10, 11, 12)}, skip=[2, 4, 6]) == {"py_blocks": 2.0}
+    # Leaving every delta out would judge none: the rule then reads them all.
+    assert flagged({"py_blocks": series(10, 11, 11)}, skip=[0, 1]) == {}

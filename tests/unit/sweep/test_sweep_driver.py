@@ -17,7 +17,7 @@ from pytest_membudget.sweep.screen import (
     SCREEN_CALLS,
     SCREEN_WARMUP,
     STEADY_PROBES,
-    settle_from,
+    settle_points,
 )
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
@@ -32,7 +32,7 @@ def test_a_clean_body_is_screened_only() -> None:
     outcome = sweep(lambda: sum(range(100)))
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
     # Nothing moved in the first half of the screen: it stops there.
-    assert outcome.calls == SCREEN_WARMUP + settle_from(SCREEN_CALLS)
+    assert outcome.calls == SCREEN_WARMUP + settle_points(SCREEN_CALLS)[0]
     assert outcome.flagged == {}
 
 
@@ -45,8 +45,11 @@ def test_a_screen_goes_on_while_growth_could_still_be_flagged() -> None:
 
     outcome = sweep(filling)
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
-    # Every delta grew up to the settle point: the screen went on to its full length.
-    assert outcome.calls == SCREEN_WARMUP + SCREEN_CALLS
+    # Every delta grew at the first two settle points (after 2 and 4 measured calls; the
+    # warm-up took the first two blocks): the screen went on, and stopped at the third,
+    # after the growth ended.
+    assert settle_points(SCREEN_CALLS) == (2, 4, 6)
+    assert outcome.calls == SCREEN_WARMUP + 6
 
 
 def test_a_descriptor_that_moved_keeps_the_screen_to_its_full_length() -> None:
@@ -197,7 +200,7 @@ def test_growth_the_type_cache_holds_is_told_from_a_leak_by_a_second_screen(
     assert outcome.rescreen is not None and outcome.rescreen < 0.5
     assert outcome.verdict is SweepVerdict.PASSED and outcome.result is None
     # The screen's calls and the second screen's: no full verdict.
-    assert outcome.calls == 2 * SCREEN_WARMUP + SCREEN_CALLS + settle_from(SCREEN_CALLS)
+    assert outcome.calls == 2 * SCREEN_WARMUP + SCREEN_CALLS + settle_points(SCREEN_CALLS)[0]
     assert outcome.to_dict()["rescreen"] == {"py_blocks_per_call": outcome.rescreen,
                                              "full_verdict": False}
 
