@@ -198,6 +198,37 @@ def screen(args: argparse.Namespace) -> None:
              [0, 1, 2])
 
 
+def one_block(args: argparse.Namespace) -> None:
+    """The screen alone, many times in this process, on a body that keeps one object (one
+    block) per call: how often each reading schedule misses it. A single block is the leak a
+    reading's own objects can hide, in the delta after the reading; the body's length does
+    not matter to that, so the slow schedule is asked for directly."""
+    from pytest_membudget.settings import default_run
+    from pytest_membudget.sweep.driver import (
+        ScreenMeasurement,
+        drive,
+        repeat,
+        screen_policy,
+        screen_probes,
+        screen_spec,
+    )
+    from pytest_membudget.sweep.screen import SCREEN_WARMUP
+
+    spec = screen_spec(default_run())
+    for slow in (False, True):
+        flagged = calls = 0
+        for _ in range(args.screens):
+            kept: list[object] = []
+            done = drive(repeat(spec, screen_probes(), (Exception,), unmeasured=SCREEN_WARMUP - 1,
+                                storage=ScreenMeasurement, policy=screen_policy(spec, slow)),
+                         lambda kept=kept: kept.append(object()))
+            assert isinstance(done.measurement, ScreenMeasurement)
+            flagged += "py_blocks" in done.measurement.flagged()
+            calls += done.calls
+        print(f"{'slow' if slow else 'default'} schedule: one block a call flagged in "
+              f"{flagged} of {args.screens} screens ({calls / args.screens:.1f} calls each)")
+
+
 # -- suites ------------------------------------------------------------------------------------
 
 CORPUS_CONFTEST = '''
@@ -470,6 +501,8 @@ def main() -> None:
     on_profile = commands.add_parser("profile", help="where the time goes on the fast suite")
     on_profile.add_argument("--repeats", type=int, default=3)
     on_profile.add_argument("--screens", type=int, default=500)
+    on_block = commands.add_parser("one-block", help="a one-block leak, screened many times")
+    on_block.add_argument("--screens", type=int, default=1000)
     on_suite = commands.add_parser("suite", help="any suite: plain against the sweep")
     on_suite.add_argument("path")
     on_suite.add_argument("--pythonpath", action="append", default=[],
@@ -486,7 +519,7 @@ def main() -> None:
         print(json.dumps(screen_one_process(args.calls)))
     else:
         {"screen": screen, "corpus": corpus, "suite": suite, "fast": fast,
-         "profile": profile}[args.command](args)
+         "profile": profile, "one-block": one_block}[args.command](args)
 
 
 if __name__ == "__main__":

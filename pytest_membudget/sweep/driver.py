@@ -26,6 +26,8 @@ from pytest_membudget.sweep.screen import (
     SCREEN_CALLS,
     SCREEN_PROBES,
     SCREEN_WARMUP,
+    SLOW_CALL,
+    SLOW_READING,
     STEADY_PROBES,
     flagged,
     rule_columns,
@@ -70,7 +72,11 @@ class ScreenMeasurement(Measurement):
 
     def settled(self) -> bool:
         start = self.window_start
-        self.read.append(self.rows - 1 - start)
+        at = self.rows - 1 - start
+        # The delta after a slow test's first reading is judged: leaving it out as well
+        # flagged more clean screens on the screening data (docs/sweep.md).
+        if at != SLOW_READING:
+            self.read.append(at)
         return settled(self.values[start : self.rows], self.least, self.every)
 
     def flagged(self) -> dict[str, float]:
@@ -185,13 +191,14 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                                        strict=False))
 
 
-def screen_policy(spec: BudgetSpec) -> RunPolicy:
+def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
     """The screen's length: the first of its settle points (every second call at the default
-    length, see :func:`~pytest_membudget.sweep.screen.settle_points`) where nothing could
-    still be flagged (each probe read on every delta has had one under its threshold,
-    threads and descriptors have not moved), otherwise all of its calls."""
+    length, and the first call too for a ``slow`` test: see
+    :func:`~pytest_membudget.sweep.screen.settle_points`) where nothing could still be
+    flagged (each probe read on every delta has had one under its threshold, threads and
+    descriptors have not moved), otherwise all of its calls."""
     calls = spec.run.iterations or SCREEN_CALLS
-    return replace(RunPolicy.for_run(spec.run), settle_at=settle_points(calls))
+    return replace(RunPolicy.for_run(spec.run), settle_at=settle_points(calls, slow))
 
 
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
@@ -240,14 +247,15 @@ def sweep_steps(
     # The screen is fixed-length: a body too slow for it within the time is not started.
     if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         return ending.cut_short()
-    screen = yield from _screen(spec, catch)
+    slow = first_call >= SLOW_CALL
+    screen = yield from _screen(spec, catch, slow)
     outcome.calls = screen.calls
     if screen.error is not None:
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
     if set(outcome.flagged) == {CACHE_HELD} and 2 * ending.elapsed() < allowed:
-        again = yield from _second_screen(spec, catch, outcome)
+        again = yield from _second_screen(spec, catch, outcome, slow)
         if again.error is not None:
             outcome.screen_seconds = ending.elapsed()
             return ending.not_repeatable(again, screen.calls)
@@ -280,9 +288,10 @@ CACHE_HELD = "py_blocks"
 CACHE_HELD_MOST = 0.5
 
 
-def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...]) -> Steps[Repetition]:
+def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
+            slow: bool = False) -> Steps[Repetition]:
     return (yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
-                              storage=ScreenMeasurement, policy=screen_policy(spec)))
+                              storage=ScreenMeasurement, policy=screen_policy(spec, slow)))
 
 
 def _flags(screen: Repetition) -> dict[str, float]:
@@ -291,12 +300,12 @@ def _flags(screen: Repetition) -> dict[str, float]:
 
 
 def _second_screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
-                   outcome: SweepOutcome) -> Steps[Repetition]:
+                   outcome: SweepOutcome, slow: bool = False) -> Steps[Repetition]:
     """Names built per call that the type cache keeps read as a block or two per call: the
     screen again, with the cache cleared after each call, tells them from a leak in a few
     calls instead of a full verdict's 128. Its growth and flags go into ``outcome``."""
     TYPE_CACHE.arm()
-    again = yield from _screen(spec, catch)
+    again = yield from _screen(spec, catch, slow)
     outcome.calls += again.calls
     if again.error is None:
         assert isinstance(again.measurement, ScreenMeasurement)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # numpy is imported where the rule runs: the settings read th
 SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
-__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "Step", "flagged",
-           "settle_points", "settled"]
+__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "SLOW_CALL",
+           "SLOW_READING", "Step", "flagged", "settle_points", "settled"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
@@ -90,7 +90,15 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
     return found
 
 
-def settle_points(calls: int) -> tuple[int, ...]:
+#: A test whose own call took this many seconds or more (a training step, a rollout, a
+#: subprocess) is read after its first measured call too (SLOW_READING): each call it does
+#: not make saves more than the screen's sampling costs. The delta after that reading is
+#: judged, not left out (see sweep.driver.ScreenMeasurement).
+SLOW_CALL = 0.01
+SLOW_READING = 1
+
+
+def settle_points(calls: int, slow: bool = False) -> tuple[int, ...]:
     """Counts of measured calls after which a screen of ``calls`` may stop: every second call
     at the default length (SCREEN_CALLS: after 2, 4 and 6) and below, half of a longer
     screen's. A screen whose calls so far left nothing that more calls could flag (see
@@ -104,10 +112,13 @@ def settle_points(calls: int) -> tuple[int, ...]:
     what settling after 4 does at the default length; a thread kept on one call in ten is
     seen by a screen of 16 calls that settles at 8, and missed when it settles at 4. The
     later points end the screens of tests whose exact counters grow on their first few
-    calls and then stop (a subprocess's, a buffer's first growth): docs/sweep.md gives the
-    figures."""
+    calls and then stop (a subprocess's, a buffer's first growth). A ``slow`` test's screen
+    reads after its first call as well: a clean one stops there when nothing moved, one call
+    sooner; what it forgoes is a thread or descriptor kept on its second call and not its
+    first. docs/sweep.md gives the figures."""
     first = 2 if calls <= SCREEN_CALLS else calls // 2
-    return tuple(range(first, calls, first))
+    points = tuple(range(first, calls, first))
+    return (SLOW_READING, *points) if slow and calls > SLOW_READING else points
 
 
 @functools.lru_cache(maxsize=8)

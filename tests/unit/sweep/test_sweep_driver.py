@@ -16,6 +16,7 @@ from pytest_membudget.sweep.screen import (
     EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_WARMUP,
+    SLOW_CALL,
     STEADY_PROBES,
     settle_points,
 )
@@ -50,6 +51,37 @@ def test_a_screen_goes_on_while_growth_could_still_be_flagged() -> None:
     # after the growth ended.
     assert settle_points(SCREEN_CALLS) == (2, 4, 6)
     assert outcome.calls == SCREEN_WARMUP + 6
+
+
+def test_a_slow_test_is_read_after_its_first_measured_call_too() -> None:
+    # Its own first call took SLOW_CALL or more: a clean body stops after one measured call.
+    outcome = sweep(lambda: sum(range(100)), first_call=SLOW_CALL)
+    assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
+    assert outcome.calls == SCREEN_WARMUP + 1
+    # Just under it, the screen reads first after two.
+    outcome = sweep(lambda: sum(range(100)), first_call=SLOW_CALL * 0.99)
+    assert outcome.calls == SCREEN_WARMUP + 2
+
+
+def test_a_slow_test_that_leaks_is_flagged_with_the_delta_after_its_first_reading_judged(
+        ) -> None:
+    kept: list[object] = []
+    outcome = sweep(lambda: kept.append([[]]), first_call=SLOW_CALL)
+    assert "py_blocks" in outcome.flagged and outcome.verdict is SweepVerdict.LEAK
+
+    growth = [0]
+
+    def stops_after_the_first_measured_call() -> None:  # grows on the warm-up and 1st call
+        growth[0] += 1
+        if growth[0] <= 3:
+            kept.append(object())
+
+    # The first reading saw growth; the second (after two calls) sees it stopped. Had the
+    # delta after the first reading been left out, as after the others, the rule would have
+    # judged the first delta alone, and flagged it.
+    outcome = sweep(stops_after_the_first_measured_call, first_call=SLOW_CALL)
+    assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
+    assert outcome.calls == SCREEN_WARMUP + 2
 
 
 def test_a_descriptor_that_moved_keeps_the_screen_to_its_full_length() -> None:
