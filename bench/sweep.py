@@ -127,8 +127,9 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
 def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[str],
                       clean: list[str]) -> None:
     """Screens of 8 calls (the default) and 16, each whole against the same screen stopped at
-    its settle point when nothing could still be flagged there (sweep.screen.settled): what
-    each flags, and the calls each makes."""
+    its settle points when nothing could still be flagged there (sweep.screen.settled), with
+    the default schedule and a slow test's (read after the first call too): what each
+    flags, and the calls each makes."""
     from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_WARMUP
 
     for length in (SCREEN_CALLS, 2 * SCREEN_CALLS):
@@ -136,7 +137,7 @@ def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[
         total = len(runs)
         print(f"\nScreens of {length} calls after {SCREEN_WARMUP} warm-up calls, whole and "
               "stopped once settled:")
-        for kind in ("whole", "settling"):
+        for kind in ("whole", "settling", "slow"):
             caught = sum(hits[kind][n] for n in leaks)
             false = sum(hits[kind][n] for n in clean)
             missed = sorted(n for n in leaks if hits[kind][n] < total)
@@ -145,8 +146,9 @@ def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[
             print(f"  {kind:<9} leaks flagged {caught}/{len(leaks) * total}, clean flagged "
                   f"{false}/{len(clean) * total}, calls per screen {every:.2f} (clean cases "
                   f"{of_clean:.2f}); missed in some run: {', '.join(missed) or '-'}")
-        changed = sorted(n for n in names if hits["whole"][n] != hits["settling"][n])
-        print(f"  cases whose flags differ: {', '.join(changed) or 'none'}")
+        for kind in ("settling", "slow"):
+            changed = sorted(n for n in names if hits["whole"][n] != hits[kind][n])
+            print(f"  cases whose flags differ, whole and {kind}: {', '.join(changed) or 'none'}")
 
 
 def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: int
@@ -155,15 +157,16 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
 
     from pytest_membudget.sweep.screen import (
         SCREEN_WARMUP,
+        SLOW_READING,
         flagged,
         rule_columns,
         settle_points,
         settled,
     )
 
-    points = settle_points(length)
-    hits = {"whole": dict.fromkeys(names, 0), "settling": dict.fromkeys(names, 0)}
-    calls: dict[str, list[tuple[str, int]]] = {"whole": [], "settling": []}
+    kinds = ("whole", "settling", "slow")
+    hits = {kind: dict.fromkeys(names, 0) for kind in kinds}
+    calls: dict[str, list[tuple[str, int]]] = {kind: [] for kind in kinds}
     for run in runs:
         for name in names:
             probes = list(run[name]["series"])
@@ -173,10 +176,16 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
                 continue
             least, every = rule_columns(tuple(probes))
             # Read at each settle point until one has settled; a screen that goes on leaves
-            # the delta across each reading out of its rule (sweep.driver.ScreenMeasurement).
-            stop = next((p for p in points if settled(window[: p + 1], least, every)), length)
-            read = [p for p in points if p < stop]
-            for kind, rows, skip in (("whole", length, []), ("settling", stop, read)):
+            # the delta across each reading out of its rule, but a slow test's first
+            # (sweep.driver.ScreenMeasurement).
+            screens = [("whole", length, [])]
+            for kind, slow in (("settling", False), ("slow", True)):
+                points = settle_points(length, slow)
+                stop = next((p for p in points if settled(window[: p + 1], least, every)),
+                            length)
+                screens.append((kind, stop, [p for p in points
+                                             if p < stop and p != SLOW_READING]))
+            for kind, rows, skip in screens:
                 series = {k: window[: rows + 1, c] for c, k in enumerate(probes)}
                 hits[kind][name] += bool(flagged(series, skip=skip))
                 calls[kind].append((name, SCREEN_WARMUP + rows))
