@@ -24,6 +24,10 @@ sweep's time went.
 then under cProfile, split into garbage collections, probe reads, the screening rule, the
 loop's bookkeeping and the body's own calls.
 
+``one-block [--screens 1000]``: the screen alone, many times in this process, on a body that
+keeps one object per call, with the default reading schedule and a slow test's: how often
+each flags it.
+
 Prints figures; asserts nothing.
 """
 
