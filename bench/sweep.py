@@ -161,8 +161,8 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
 
     from pytest_membudget.sweep.screen import (
         SCREEN_WARMUP,
-        SLOW_READING,
         flagged,
+        left_out,
         rule_columns,
         settle_points,
         settled,
@@ -180,15 +180,13 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
                 continue
             least, every = rule_columns(tuple(probes))
             # Read at each settle point until one has settled; a screen that goes on leaves
-            # the delta across each reading out of its rule, but a slow test's first
-            # (sweep.driver.ScreenMeasurement).
+            # deltas out of its rule (sweep.screen.left_out).
             screens = [("whole", length, [])]
             for kind, slow in (("settling", False), ("slow", True)):
                 points = settle_points(length, slow)
                 stop = next((p for p in points if settled(window[: p + 1], least, every)),
                             length)
-                screens.append((kind, stop, [p for p in points
-                                             if p < stop and p != SLOW_READING]))
+                screens.append((kind, stop, [p for p in points if p < stop and left_out(p)]))
             for kind, rows, skip in screens:
                 series = {k: window[: rows + 1, c] for c, k in enumerate(probes)}
                 hits[kind][name] += bool(flagged(series, skip=skip))
@@ -217,23 +215,14 @@ def one_block(args: argparse.Namespace) -> None:
     reading's own objects can hide, in the delta after the reading; the body's length does
     not matter to that, so the slow schedule is asked for directly."""
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep.driver import (
-        ScreenMeasurement,
-        drive,
-        repeat,
-        screen_policy,
-        screen_probes,
-        screen_spec,
-    )
-    from pytest_membudget.sweep.screen import SCREEN_WARMUP
+    from pytest_membudget.sweep.driver import ScreenMeasurement, _screen, drive, screen_spec
 
     spec = screen_spec(default_run())
     for slow in (False, True):
         flagged = calls = 0
         for _ in range(args.screens):
             kept: list[object] = []
-            done = drive(repeat(spec, screen_probes(), (Exception,), unmeasured=SCREEN_WARMUP - 1,
-                                storage=ScreenMeasurement, policy=screen_policy(spec, slow)),
+            done = drive(_screen(spec, (Exception,), slow),
                          lambda kept=kept: kept.append(object()))
             assert isinstance(done.measurement, ScreenMeasurement)
             flagged += "py_blocks" in done.measurement.flagged()

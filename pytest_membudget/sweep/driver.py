@@ -27,9 +27,9 @@ from pytest_membudget.sweep.screen import (
     SCREEN_PROBES,
     SCREEN_WARMUP,
     SLOW_CALL,
-    SLOW_READING,
     STEADY_PROBES,
     flagged,
+    left_out,
     rule_columns,
     settle_points,
     settled,
@@ -63,8 +63,8 @@ class ScreenMeasurement(Measurement):
         super().__post_init__()
         # Made before the window, so that the reading in it allocates only temporaries.
         self.least, self.every = rule_columns(tuple(self.probes))
-        #: The window samples the readings were made at: the deltas that follow them are
-        #: left out of the rule. Appending to it allocates in such a delta.
+        #: The window samples of the readings whose following delta is left out of the rule
+        #: (:func:`~pytest_membudget.sweep.screen.left_out`).
         self.read: list[int] = []
 
     def judge(self) -> Verdict:
@@ -73,9 +73,10 @@ class ScreenMeasurement(Measurement):
     def settled(self) -> bool:
         start = self.window_start
         at = self.rows - 1 - start
-        # The delta after a slow test's first reading is judged: leaving it out as well
-        # flagged more clean screens on the screening data (docs/sweep.md).
-        if at != SLOW_READING:
+        # Appended only where the delta after it is left out: the list's first append
+        # allocates a block, which would read as growth in a judged delta (a slow test's
+        # first reading; tests/unit/sweep/test_sweep_driver.py).
+        if left_out(at):
             self.read.append(at)
         return settled(self.values[start : self.rows], self.least, self.every)
 

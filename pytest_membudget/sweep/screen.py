@@ -27,7 +27,7 @@ SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
 __all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "SLOW_CALL",
-           "SLOW_READING", "Step", "flagged", "settle_points", "settled"]
+           "SLOW_READING", "Step", "flagged", "left_out", "settle_points", "settled"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
@@ -93,7 +93,7 @@ def flagged(series: Mapping[str, npt.NDArray[np.float64]],
 #: A test whose own call took this many seconds or more (a training step, a rollout, a
 #: subprocess) is read after its first measured call too (SLOW_READING): each call it does
 #: not make saves more than the screen's sampling costs. The delta after that reading is
-#: judged, not left out (see sweep.driver.ScreenMeasurement).
+#: judged, not left out (see left_out).
 SLOW_CALL = 0.01
 SLOW_READING = 1
 
@@ -122,6 +122,15 @@ def settle_points(calls: int, slow: bool = False) -> tuple[int, ...]:
     if slow and SLOW_READING < calls <= SCREEN_CALLS:
         return (SLOW_READING, *points)
     return points
+
+
+def left_out(reading: int) -> bool:
+    """Whether the delta after a screen's reading at this window sample is left out of the
+    rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
+    its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
+    one after a slow test's first reading (SLOW_READING), which is judged: leaving it out as
+    well flagged more clean screens on the screening data (docs/sweep.md)."""
+    return reading != SLOW_READING
 
 
 @functools.lru_cache(maxsize=8)
