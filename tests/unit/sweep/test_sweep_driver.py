@@ -70,11 +70,14 @@ def test_a_slow_test_that_leaks_is_flagged_with_the_delta_after_its_first_readin
     assert "py_blocks" in outcome.flagged and outcome.verdict is SweepVerdict.LEAK
 
     growth = [0]
+    # Its own list, sized beforehand: a list that grows reallocates now and then, which
+    # malloc reads as growth on a call that keeps nothing.
+    held: list[object] = [None] * 4
 
     def stops_after_the_first_measured_call() -> None:  # grows on the warm-up and 1st call
         growth[0] += 1
         if growth[0] <= 3:
-            kept.append(object())
+            held[growth[0]] = object()
 
     # The first reading saw growth; the second (after two calls) sees it stopped. Had the
     # delta after the first reading been left out, as after the others, the rule would have
