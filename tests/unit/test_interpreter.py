@@ -44,7 +44,10 @@ def test_a_freeze_the_program_made_is_not_thawed_to_check() -> None:
     try:
         frozen = gc.get_freeze_count()
         facts = check_gc()
-        assert gc.get_freeze_count() == frozen
+        # Not thawed: none of the frozen objects left the permanent generation, bar a few
+        # that another thread freed meanwhile (pytest-xdist's worker thread frees message
+        # buffers frozen here: 2 of 295,570 in one run under -n 2).
+        assert frozen - 64 <= gc.get_freeze_count() <= frozen
         assert facts.checked is False
     finally:
         gc.unfreeze()
