@@ -16,6 +16,12 @@ with the median over repeats and the targets of the heavy-step rule:
 
 ``--plugin-from DIR`` runs the copy of ``pytest_membudget/`` in DIR instead of the installed
 one (to measure a version before a change beside the one after it).
+
+``--sweep`` runs the same steps as unmarked tests under ``--membudget-sweep=report`` (the
+plugin's defaults, ``membudget_sweep_seconds`` 2 s) and prints each test's sweep verdict
+(L leaking, . clean or passed, C cut short, I inconclusive, E anything else), its repeats and
+the seconds its sweep took. Its variants add ``lruN``: an ``lru_cache(maxsize=N)`` given a
+new key per call, each entry 64 KiB: a bounded cache that is still filling.
 """
 
 from __future__ import annotations
@@ -62,6 +68,33 @@ def test_step(membudget):
     membudget.run(step)
 '''
 
+SWEEP_TEST = '''\
+import functools
+import time
+
+import numpy as np
+
+KEEP = []
+A = np.random.default_rng(0).random((48, 48))
+CALLS = [0]
+
+
+@functools.lru_cache(maxsize={cache})
+def entry(key):
+    return np.ones({leak} // 8)
+
+
+def test_step():
+    deadline = time.perf_counter() + {seconds!r}
+    while time.perf_counter() < deadline:
+        (A @ A).sum()
+    CALLS[0] += 1
+    if {cache}:
+        entry(CALLS[0])
+    elif {leak} and len(KEEP) < {most}:
+        KEEP.append(np.ones({leak} // 8))
+'''
+
 CONFTEST = '''\
 import json
 from pathlib import Path
@@ -71,7 +104,8 @@ def pytest_runtest_logreport(report):
     if report.when != "call":
         return
     record = {"outcome": report.outcome, "duration": report.duration,
-              "membudget": getattr(report, "membudget", None)}
+              "membudget": getattr(report, "membudget", None),
+              "sweep": getattr(report, "membudget_sweep", None)}
     with Path(__file__).with_name("result.json").open("w") as out:
         json.dump(record, out)
 '''
@@ -81,15 +115,25 @@ def _variant(name: str) -> tuple[int, int]:
     """Bytes kept per call and for how many calls (warm-up included)."""
     if name.startswith("fill"):
         return FILL_BYTES, 5 + int(name[4:])
+    if name.startswith("lru"):
+        return FILL_BYTES, 0
     return VARIANTS[name], 1 << 62
 
 
-def run_once(ms: int, variant: str, plugin_from: str | None) -> dict[str, object]:
+#: A sweep verdict, in one letter.
+SWEEP_LETTERS = {"leak": "L", "clean": ".", "passed": ".", "cut short": "C",
+                 "inconclusive": "I"}
+
+
+def run_once(ms: int, variant: str, plugin_from: str | None,
+             sweep: bool = False) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="membudget-heavy-") as directory:
         folder = Path(directory)
         leak, most = _variant(variant)
-        (folder / "test_heavy.py").write_text(TEST.format(seconds=ms / 1000.0, leak=leak,
-                                                          most=most))
+        cache = int(variant[3:]) if variant.startswith("lru") else 0
+        source = (SWEEP_TEST.format(seconds=ms / 1000.0, leak=leak, most=most, cache=cache)
+                  if sweep else TEST.format(seconds=ms / 1000.0, leak=leak, most=most))
+        (folder / "test_heavy.py").write_text(source)
         (folder / "conftest.py").write_text(CONFTEST)
         (folder / "pytest.ini").write_text("[pytest]\n")
         env = dict(os.environ)
@@ -98,13 +142,20 @@ def run_once(ms: int, variant: str, plugin_from: str | None) -> dict[str, object
                                                               env.get("PYTHONPATH")]))
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-             "no:randomly", "test_heavy.py"], cwd=folder, env=env, capture_output=True,
-            text=True, timeout=300)
+             "no:randomly", "test_heavy.py",
+             *(["--membudget-sweep=report"] if sweep else [])], cwd=folder, env=env,
+            capture_output=True, text=True, timeout=300)
         result = folder / "result.json"
         if not result.exists():
             return {"verdict": "E", "calls": 0, "seconds": float("nan"),
                     "output": done.stdout[-2000:]}
         record = json.loads(result.read_text())
+    if sweep:
+        swept = record.get("sweep") or {}
+        return {"verdict": SWEEP_LETTERS.get(str(swept.get("verdict")), "E"),
+                "calls": swept.get("calls", 0), "seconds": swept.get("seconds", float("nan")),
+                "sweep": swept.get("verdict"), "flagged": sorted(swept.get("flagged", {})),
+                "allowed": swept.get("allowed"), "bound": swept.get("bound")}
     data = record.get("membudget") or {}
     verdict = ("F" if record["outcome"] == "failed" else
                "I" if data.get("inconclusive") else
@@ -120,23 +171,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="clean,4k,64k")
     parser.add_argument("--plugin-from", default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--sweep", action="store_true",
+                        help="unmarked tests under --membudget-sweep=report")
     args = parser.parse_args(argv)
     cases = [(int(ms), variant) for ms in args.steps.split(",")
              for variant in args.variants.split(",")]
     runs: dict[str, list[dict[str, object]]] = {f"{ms}ms/{v}": [] for ms, v in cases}
     for repeat in range(args.repeats):
         for ms, variant in cases:
-            run = run_once(ms, variant, args.plugin_from)
+            run = run_once(ms, variant, args.plugin_from, args.sweep)
             runs[f"{ms}ms/{variant}"].append(run)
+            flags = run.get("flagged")
+            more = (f" flagged={','.join(flags) if isinstance(flags, list) else ''} "
+                    f"bound={run.get('bound')}" if args.sweep else "")
             print(f"  repeat {repeat + 1}/{args.repeats} {ms:>4} ms {variant:<6} "
-                  f"{run['verdict']} calls={run['calls']} {run['seconds']:.1f} s", flush=True)
+                  f"{run['verdict']} calls={run['calls']} {float(str(run['seconds'])):.1f} s"
+                  f"{more}", flush=True)
     print(f"\n{'step':>6} {'variant':<7} {'verdicts':<9} {'calls (median)':>14} "
           f"{'seconds (median)':>16} {'target':>8}")
     for ms, variant in cases:
         found = runs[f"{ms}ms/{variant}"]
         calls = statistics.median(float(str(r["calls"])) for r in found)
         seconds = statistics.median(float(str(r["seconds"])) for r in found)
-        target = TARGETS.get((ms, variant))
+        target = None if args.sweep else TARGETS.get((ms, variant))
         wanted = "F" if variant in ("4k", "64k") else "."
         verdicts = "".join(str(r["verdict"]) for r in found)
         met = ("-" if target is None else

@@ -172,6 +172,9 @@ class CutShort(str, Enum):
     SWEEP_SECONDS = "sweep_seconds"
     #: the share of pytest-timeout's timeout the sweep allows itself
     TIMEOUT = "timeout"
+    #: the time a flagged heavy test's full verdict needed at its pace, beyond
+    #: membudget_sweep_seconds (at most HEAVY_SWEEP_SECONDS: sweep/driver.py)
+    HEAVY = "heavy"
 
 
 class RootKind(str, Enum):

@@ -97,6 +97,10 @@ class RunPolicy:
     #: loop asks the measurement at those samples only (``Measurement.settled``; see
     #: measure/loop.py).
     settle_at: tuple[int, ...] = ()
+    #: Seconds of measured work after which a verdict may stand on fewer than ``shortest``
+    #: calls (never on fewer than FEWEST_CALLS): the heavy-step rule, SHORTEST_SECONDS for a
+    #: marked run, shorter for the sweep's confirmation of exact growth.
+    shortest_seconds: float = SHORTEST_SECONDS
 
     @classmethod
     def for_run(cls, run: RunSettings) -> RunPolicy:
@@ -128,13 +132,24 @@ class RunPolicy:
             return Checkpoint(self.fixed)
         # A heavy step is first judged halfway to its shortest verdict in time, so that a
         # failure seen then is confirmed at twice its length by the time the verdict may stand.
-        return Checkpoint(self._capped(self.min_iterations), by=SHORTEST_SECONDS / 2)
+        return Checkpoint(self._capped(self.min_iterations), by=self.shortest_seconds / 2)
 
     def stands(self, measured: int, elapsed: float) -> bool:
         """Whether an auto verdict may stand after ``measured`` calls in ``elapsed`` seconds:
         the shortest verdict in calls, or in seconds of work for a heavy step."""
         return measured >= self._capped(self.shortest) or (
-            elapsed >= SHORTEST_SECONDS and measured >= FEWEST_CALLS)
+            elapsed >= self.shortest_seconds and measured >= FEWEST_CALLS)
+
+    def calls_to_verdict(self, call_seconds: float) -> int:
+        """The measured calls an auto run takes to a confirmed failure at ``call_seconds`` a
+        call (a pass stands no later): the shortest verdict in calls, or, for a slow call,
+        the calls of ``shortest_seconds``, and never fewer than a failure at FEWEST_CALLS
+        confirmed at CONFIRM_GROWTH times that."""
+        shortest = self._capped(self.shortest)
+        if call_seconds <= 0:
+            return shortest
+        in_time = math.ceil(self.shortest_seconds / call_seconds)
+        return min(shortest, max(CONFIRM_GROWTH * FEWEST_CALLS, in_time))
 
     def after(self, checkpoint: Checkpoint, measured: int, out_of_time: bool,
               reading: Reading, elapsed: float = 0.0) -> Checkpoint | StopReason:
@@ -157,13 +172,13 @@ class RunPolicy:
             if self.stands(measured, elapsed) or reading is Reading.FAIL_AMPLE:
                 return StopReason.CLEAR
             last = max(shortest, confirm_at)
-            return Checkpoint(last, last, by=SHORTEST_SECONDS)
+            return Checkpoint(last, last, by=self.shortest_seconds)
         if reading is Reading.PASS and self.stands(measured, elapsed):
             return StopReason.CLEAR
         at = self._capped(math.ceil(measured * CHECKPOINT_GROWTH))
         if reading is Reading.PASS:
             # Flat so far: nothing to judge before the shortest verdict.
-            return Checkpoint(max(at, shortest), by=SHORTEST_SECONDS)
+            return Checkpoint(max(at, shortest), by=self.shortest_seconds)
         return Checkpoint(at)
 
     def reference(self, measured: int, elapsed: float, max_seconds: float) -> int:

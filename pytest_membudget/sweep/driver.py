@@ -22,6 +22,7 @@ from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SweepOutcome, describe
 from pytest_membudget.sweep.screen import (
+    EXACT_SECONDS,
     EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_PROBES,
@@ -204,15 +205,35 @@ def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
 
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
     """How long the full verdict runs. Growth the screen saw on every call of an exact counter
-    (``py_blocks``, ``malloc``: STEADY_PROBES) is confirmed on EXACT_SHORTEST calls instead of
-    the shortest verdict's 640, sampled after every call as the screen was: the sweep's
+    (``py_blocks``, ``malloc``: STEADY_PROBES), alone or beside coarser probes, is confirmed
+    on EXACT_SHORTEST calls, or EXACT_SECONDS of a slow test's work, instead of the shortest
+    verdict's 640 calls or 6 s, sampled after every call as the screen was: the sweep's
     repeats call the test with the same arguments, so a cache keyed by them is full after the
     first call, and a buffer that still fills after the screen must stop within about half of
-    these calls to pass."""
+    these calls (or seconds) to pass. Every flagged probe is judged on that run."""
     policy = RunPolicy.for_run(spec.run)
-    if flagged and all(name in STEADY_PROBES for name in flagged):
-        return replace(policy, shortest=min(policy.shortest, EXACT_SHORTEST), every_call=True)
+    if any(name in STEADY_PROBES for name in flagged):
+        return replace(policy, shortest=min(policy.shortest, EXACT_SHORTEST),
+                       shortest_seconds=min(policy.shortest_seconds, EXACT_SECONDS),
+                       every_call=True)
     return policy
+
+
+#: The most seconds the sweep of one flagged test may take when its full verdict does not fit
+#: in membudget_sweep_seconds at the test's pace (a heavy step: a training step, a rollout),
+#: unless pytest-timeout allows less. A test whose verdict would need longer is cut short
+#: without one, as before.
+HEAVY_SWEEP_SECONDS = 10.0
+#: Headroom on the time a full verdict needs at the screen's pace (calls vary; the loop's
+#: samples and collections take their share).
+NEEDED_HEADROOM = 1.25
+
+
+def seconds_needed(policy: RunPolicy, warmup: int, call_seconds: float) -> float:
+    """The seconds a full verdict's warm-up and window need at ``call_seconds`` a call, to
+    a confirmed failure (the evidence's traced calls come after the time bound)."""
+    calls = warmup + policy.calls_to_verdict(call_seconds)
+    return NEEDED_HEADROOM * calls * call_seconds
 
 
 def sweep_test(body: Callable[[], object], **settings: Any) -> SweepOutcome:
@@ -237,9 +258,12 @@ def sweep_steps(
     catch: tuple[type[BaseException], ...],
     classify: Callable[[BaseException], NotRepeatable],
     screen_calls: int = SCREEN_CALLS,
+    most: float | None = None,
 ) -> Steps[SweepOutcome]:
     """The sweep of one test, a step per call of its body: the screen, then the full verdict
-    if the screen flags it, all within ``allowed`` seconds."""
+    if the screen flags it, all within ``allowed`` seconds, or, for a flagged test whose
+    verdict does not fit there at its pace, within the seconds it needs up to ``most`` (no
+    more than ``allowed`` when None)."""
     ending = _Ending(SweepOutcome(SweepVerdict.CLEAN, allowed=allowed, bound=bound,
                                   first_call=first_call), time.perf_counter(), classify)
     outcome = ending.outcome
@@ -266,13 +290,14 @@ def sweep_steps(
     if _held_by_type_cache(outcome):
         outcome.verdict = SweepVerdict.PASSED
         return ending.finish()
-    left = allowed - ending.elapsed()
+    spec = full_spec(run, outcome.flagged, defaults, 0.0)
+    policy = confirmation_policy(spec, outcome.flagged)
+    left = _time_for_verdict(ending, spec, policy, most)
     if left <= 0:
         return ending.cut_short()
     TYPE_CACHE.arm()
-    spec = full_spec(run, outcome.flagged, defaults, left)
-    full = yield from repeat(spec, tuple(outcome.flagged), catch,
-                             policy=confirmation_policy(spec, outcome.flagged))
+    spec = replace(spec, run=replace(spec.run, max_seconds=left))
+    full = yield from repeat(spec, tuple(outcome.flagged), catch, policy=policy)
     outcome.calls += full.calls
     if full.error is not None and full.measurement.phase is not Phase.EVIDENCE:
         return ending.not_repeatable(full, screen.calls)
@@ -287,6 +312,22 @@ def sweep_steps(
 #: and a second screen would then pass it where the first flagged it.
 CACHE_HELD = "py_blocks"
 CACHE_HELD_MOST = 0.5
+
+
+def _time_for_verdict(ending: _Ending, spec: BudgetSpec, policy: RunPolicy,
+                      most: float | None) -> float:
+    """Seconds left for the full verdict: what is left of the allowed time, or, where the
+    verdict needs more at the screen's pace and that fits within ``most``, what it needs
+    (the outcome's allowance and bound then say so)."""
+    outcome, elapsed = ending.outcome, ending.elapsed()
+    left = outcome.allowed - elapsed
+    pace = outcome.screen_seconds / max(1, outcome.calls)  # the screens' calls
+    needed = seconds_needed(policy, spec.run.warmup, pace)
+    outcome.needed = elapsed + needed
+    if needed > left and most is not None and elapsed + needed <= most:
+        outcome.allowed, outcome.bound = elapsed + needed, CutShort.HEAVY
+        return needed
+    return left
 
 
 def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],

@@ -23,7 +23,7 @@ import pytest
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import RunSettings
 from pytest_membudget.settings import SessionSettings
-from pytest_membudget.sweep.driver import sweep_test, sweep_test_async
+from pytest_membudget.sweep.driver import HEAVY_SWEEP_SECONDS, sweep_test, sweep_test_async
 from pytest_membudget.sweep.housekeeping import Housekeeping
 from pytest_membudget.sweep.outcome import SweepOutcome, leak_summary
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
@@ -151,15 +151,19 @@ class SweepHooks:
             item.stash[TIMER_KEY] = (time.perf_counter(), float(timeout))
         return (yield)
 
-    def _allowed(self, item: pytest.Item) -> tuple[float, CutShort]:
+    def _allowed(self, item: pytest.Item) -> dict[str, Any]:
+        """The sweep's time for ``item``: ``allowed`` seconds (and the ``bound`` that set
+        them), and the ``most`` a flagged heavy test's verdict may take beyond them."""
         allowed, bound = self.settings.sweep_seconds, CutShort.SWEEP_SECONDS
+        most = max(allowed, HEAVY_SWEEP_SECONDS)
         timer = item.stash.get(TIMER_KEY, None)
         if timer is not None:
             started, timeout = timer
-            left = TIMEOUT_SHARE * timeout - (time.perf_counter() - started)
+            left = max(TIMEOUT_SHARE * timeout - (time.perf_counter() - started), 0.0)
+            most = min(most, left)
             if left < allowed:
-                allowed, bound = max(left, 0.0), CutShort.TIMEOUT
-        return allowed, bound
+                allowed, bound = left, CutShort.TIMEOUT
+        return {"allowed": allowed, "bound": bound, "most": most}
 
     # -- the repeat ------------------------------------------------------------------------
 
@@ -216,14 +220,13 @@ class SweepHooks:
             first_call = time.perf_counter() - begin
             outcome = self._not_swept(item)
             if outcome is None:
-                allowed, bound = self._allowed(item)
                 with Housekeeping(item) as wrap:
                     outcome = await sweep_test_async(
                         wrap.asynchronous(lambda: body(**kwargs)),
                         run=self.evidence.run_for(item, self.settings.run),
                         defaults=self.settings.budgets, first_call=first_call,
-                        allowed=allowed, bound=bound, catch=CAUGHT, classify=_classify,
-                        screen_calls=self.settings.sweep_screen)
+                        catch=CAUGHT, classify=_classify,
+                        screen_calls=self.settings.sweep_screen, **self._allowed(item))
                 self.evidence.record(item, outcome)
             item.stash[OUTCOME_KEY] = outcome
 
@@ -248,13 +251,12 @@ class SweepHooks:
 
     def _sweep(self, item: pytest.Function, call: Callable[[], object],
                first_call: float) -> SweepOutcome:
-        allowed, bound = self._allowed(item)
         with Housekeeping(item) as wrap:
             outcome = sweep_test(
                 wrap.synchronous(call), run=self.evidence.run_for(item, self.settings.run),
-                defaults=self.settings.budgets, first_call=first_call, allowed=allowed,
-                bound=bound, catch=CAUGHT, classify=_classify,
-                screen_calls=self.settings.sweep_screen)
+                defaults=self.settings.budgets, first_call=first_call, catch=CAUGHT,
+                classify=_classify, screen_calls=self.settings.sweep_screen,
+                **self._allowed(item))
         self.evidence.record(item, outcome)
         return outcome
 

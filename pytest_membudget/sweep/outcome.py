@@ -38,6 +38,9 @@ class SweepOutcome:
     #: The seconds the sweep allowed itself for this test, and what bounded them.
     allowed: float = 0.0
     bound: CutShort = CutShort.SWEEP_SECONDS
+    #: Seconds from the start of the sweep that a full verdict needed at the screen's pace
+    #: (0.0 when the screen flagged nothing).
+    needed: float = 0.0
     #: Seconds of the test's own first call.
     first_call: float = 0.0
     result: MembudgetResult | None = None
@@ -58,6 +61,8 @@ class SweepOutcome:
             "bound": self.bound.value,
             "first_call": round(self.first_call, 6),
         }
+        if self.needed:
+            data["needed"] = round(self.needed, 3)
         if self.rescreen is not None:
             data["rescreen"] = {"py_blocks_per_call": round(self.rescreen, 3),
                                 "full_verdict": self.result is not None}

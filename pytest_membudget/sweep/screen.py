@@ -26,8 +26,9 @@ if TYPE_CHECKING:  # numpy is imported where the rule runs: the settings read th
 SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
-__all__ = ["RULES", "SCREEN_CALLS", "SCREEN_PROBES", "SCREEN_WARMUP", "SLOW_CALL",
-           "SLOW_READING", "Step", "flagged", "left_out", "settle_points", "settled"]
+__all__ = ["EXACT_SECONDS", "EXACT_SHORTEST", "RULES", "SCREEN_CALLS", "SCREEN_PROBES",
+           "SCREEN_WARMUP", "SLOW_CALL", "SLOW_READING", "Step", "flagged", "left_out",
+           "settle_points", "settled"]
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
 #: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
@@ -52,9 +53,12 @@ class Step:
 #: Exact counters whose screen rule asks for growth on every call: growth they show is no
 #: page rounding and no wandering free list, and the full verdict confirms it sooner.
 STEADY_PROBES = frozenset({"py_blocks", "malloc"})
-#: Calls on which the full verdict confirms growth of STEADY_PROBES alone (see
+#: Calls on which the full verdict confirms growth the screen saw on STEADY_PROBES (see
 #: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
 EXACT_SHORTEST = 128
+#: Seconds of measured work on which that confirmation stands for a slow test, whose 128
+#: calls would take longer: judged after half of it, confirmed at twice the calls.
+EXACT_SECONDS = 2.0
 
 RULES: dict[str, Step] = {
     "py_blocks": Step(1.0),

@@ -100,13 +100,22 @@ def reason_text(data: Mapping[str, Any]) -> str:
     return template.format(call=data.get("failed_call", "?"), detail=data.get("detail", ""))
 
 
+#: What bounded a test's sweep, in the words of the cut-short line.
+BOUND_WORDS = {CutShort.TIMEOUT.value: "half its pytest-timeout timeout",
+               CutShort.HEAVY.value: "the time its verdict needed at its pace",
+               CutShort.SWEEP_SECONDS.value: "membudget_sweep_seconds"}
+
+
 def cut_short_text(data: Mapping[str, Any]) -> str:
     allowed = float(data.get("allowed") or 0.0)
-    bound = ("half its pytest-timeout timeout" if data.get("bound") == CutShort.TIMEOUT.value
-             else "membudget_sweep_seconds")
+    bound = BOUND_WORDS.get(str(data.get("bound")), "membudget_sweep_seconds")
     if data.get("calls"):
+        needed = float(data.get("needed") or 0.0)
+        more = (f"; a verdict at its pace needs about {needed:.3g} s: mark the test, or "
+                "raise membudget_sweep_seconds" if needed > allowed else "")
         return (f"no verdict within the sweep's {allowed:.3g} s ({bound}) after "
-                f"{data['calls']} repeats; flagged: {', '.join(data.get('flagged', {}))}")
+                f"{data['calls']} repeats; flagged: {', '.join(data.get('flagged', {}))}"
+                f"{more}")
     return (f"not screened: one call takes {fmt('iter_time', data.get('first_call'))}, too "
             f"long for the screen within {allowed:.3g} s ({bound})")
 

@@ -191,3 +191,29 @@ def test_the_pass_rules_run_length_follows_the_pace_of_slow_calls() -> None:
     assert UNCAPPED.reference(measured=30, elapsed=120.0, max_seconds=60.0) == FEWEST_CALLS
     capped = RunPolicy(fixed=None, min_iterations=64, max_iterations=500)
     assert capped.reference(measured=60, elapsed=6.0, max_seconds=60.0) == 500
+
+
+SWEEP_EXACT = RunPolicy(fixed=None, min_iterations=64, max_iterations=None, shortest=128,
+                        shortest_seconds=2.0)
+
+
+@pytest.mark.parametrize("policy", [AUTO, SWEEP_EXACT])
+@pytest.mark.parametrize("per_call", [0.0003, 0.005, 0.02, 0.05, 0.1, 0.5])
+def test_the_calls_to_a_confirmed_failure_are_those_the_policy_takes(
+        policy: RunPolicy, per_call: float) -> None:
+    seen, stop, _ = drive_timed(policy, lambda n: F, per_call)
+    assert stop is StopReason.CLEAR
+    # Counted to the checkpoint at which the failure stood: one call of slack for a
+    # checkpoint reached by its time.
+    assert abs(seen[-1] - policy.calls_to_verdict(per_call)) <= 1, seen
+    passed, _, _ = drive_timed(policy, lambda n: P, per_call)
+    assert passed[-1] <= policy.calls_to_verdict(per_call) + 1
+
+
+def test_a_shorter_time_rule_judges_and_stands_sooner() -> None:
+    assert SWEEP_EXACT.first() == Checkpoint(64, by=1.0)
+    assert SWEEP_EXACT.stands(FEWEST_CALLS, 2.0) and not AUTO.stands(FEWEST_CALLS, 2.0)
+    assert not SWEEP_EXACT.stands(FEWEST_CALLS - 1, 2.0)
+    # 20 ms a call: judged at 50 calls (1 s), confirmed at 100 (2 s).
+    assert drive_timed(SWEEP_EXACT, lambda n: F, 0.02)[:2] == ([50, 100], StopReason.CLEAR)
+    assert SWEEP_EXACT.calls_to_verdict(0.0) == 128

@@ -4,15 +4,18 @@ time it allows itself, and the repeats that stop it. Its flag and parsing are at
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable
 
 import pytest
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS
 from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
 from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
+from pytest_membudget.sweep.table import cut_short_text
 from pytest_membudget.sweep.screen import (
+    EXACT_SECONDS,
     EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_WARMUP,
@@ -23,10 +26,12 @@ from pytest_membudget.sweep.screen import (
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 
-def sweep(body, *, allowed: float = 10.0, first_call: float = 0.0):  # type: ignore[no-untyped-def]
+def sweep(body, *, allowed: float = 10.0, first_call: float = 0.0,  # type: ignore[no-untyped-def]
+          most: float | None = None):
     return sweep_test(body, run=default_run(evidence=False), defaults=(),
                       first_call=first_call, allowed=allowed, bound=CutShort.SWEEP_SECONDS,
-                      catch=(Exception,), classify=lambda error: NotRepeatable.RAISED)
+                      catch=(Exception,), classify=lambda error: NotRepeatable.RAISED,
+                      most=most)
 
 
 def test_a_clean_body_is_screened_only() -> None:
@@ -177,10 +182,13 @@ def test_steady_growth_of_an_exact_counter_is_confirmed_on_fewer_calls() -> None
     assert confirmation_policy(spec, {"py_blocks": 3.0}).shortest == EXACT_SHORTEST
     assert confirmation_policy(spec, {"py_blocks": 3.0, "malloc": 90.0}).shortest == (
         EXACT_SHORTEST)
-    # A coarse probe among the flagged ones keeps the shortest verdict of a marked test.
-    assert confirmation_policy(spec, {"py_blocks": 3.0, "rss": 4096.0}).shortest == (
-        MIN_VERDICT_ITERATIONS)
-    assert confirmation_policy(spec, {"threads": 1.0}).shortest == MIN_VERDICT_ITERATIONS
+    # Beside a coarse probe too: every flagged probe is judged on the shorter run.
+    beside = confirmation_policy(spec, {"py_blocks": 3.0, "rss": 4096.0})
+    assert (beside.shortest, beside.shortest_seconds) == (EXACT_SHORTEST, EXACT_SECONDS)
+    # Without an exact counter, the shortest verdict of a marked test.
+    coarse = confirmation_policy(spec, {"threads": 1.0, "rss": 4096.0})
+    assert (coarse.shortest, coarse.shortest_seconds) == (
+        MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS)
 
 
 @pytest.mark.parametrize(("keep", "most"), [
@@ -267,3 +275,51 @@ def test_the_verbose_list_says_how_a_flagged_test_was_cleared() -> None:
             "rescreen": {"py_blocks_per_call": 1.0, "full_verdict": True}}
     assert passed_text(full) == "py_blocks; no leak on the full verdict"
     assert passed_text({"flagged": {"rss": 4096.0}}) == "rss; no leak on the full verdict"
+
+
+# Heavy steps: a flagged test whose verdict does not fit in the sweep's time at its pace.
+
+
+def slow(seconds: float, then: Callable[[], object] = lambda: None) -> Callable[[], None]:
+    def body() -> None:
+        time.sleep(seconds)
+        then()
+
+    return body
+
+
+def test_a_heavy_leak_is_given_the_time_its_verdict_needs() -> None:
+    kept: list[object] = []
+    outcome = sweep(slow(0.012, lambda: kept.append([[]])), allowed=0.4, first_call=0.012,
+                    most=10.0)
+    assert outcome.verdict is SweepVerdict.LEAK, outcome.to_dict()
+    assert outcome.bound is CutShort.HEAVY and 0.4 < outcome.allowed <= 10.0
+    assert outcome.seconds <= outcome.allowed + 0.5  # the evidence is off here
+    assert outcome.to_dict()["needed"] == pytest.approx(outcome.allowed, abs=1e-3)
+
+
+def test_without_room_to_grow_a_heavy_leak_is_cut_short_with_the_time_it_needs() -> None:
+    kept: list[object] = []
+    for most in (None, 0.6):  # none allowed; less than the verdict needs
+        outcome = sweep(slow(0.012, lambda: kept.append([[]])), allowed=0.4,
+                        first_call=0.012, most=most)
+        assert outcome.verdict is SweepVerdict.CUT_SHORT, outcome.to_dict()
+        assert outcome.bound is CutShort.SWEEP_SECONDS and outcome.allowed == 0.4
+        assert outcome.needed > 1.0
+        text = cut_short_text(outcome.to_dict())
+        assert "a verdict at its pace needs about" in text and "0.4 s" in text, text
+
+
+def test_a_heavy_buffer_that_stops_filling_after_the_screen_is_no_leak() -> None:
+    buffer: collections.deque[object] = collections.deque(maxlen=25)
+    outcome = sweep(slow(0.012, lambda: buffer.append([[]])), allowed=0.4, first_call=0.012,
+                    most=10.0)
+    assert "py_blocks" in outcome.flagged, outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.PASSED, outcome.to_dict()
+
+
+def test_a_light_leak_keeps_the_sweeps_own_time() -> None:
+    kept: list[object] = []
+    outcome = sweep(lambda: kept.append([[]]), allowed=2.0, most=10.0)
+    assert outcome.verdict is SweepVerdict.LEAK
+    assert outcome.bound is CutShort.SWEEP_SECONDS and outcome.allowed == 2.0
