@@ -230,7 +230,7 @@ def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[st
         description.update(rates.get(id(obj), {}))
     state.caches.clear()
     del caches
-    return still_filling(state.paths)
+    return still_filling(state.paths, state.done)
 
 
 def _traced(state: _Before, iterations: int, start_iteration: int,

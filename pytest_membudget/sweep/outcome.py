@@ -71,6 +71,10 @@ class SweepOutcome:
                         failed_call=self.failed_call)
         if self.result is not None and self.verdict is SweepVerdict.LEAK:
             data["leaks"] = leak_summary(self.result)
+        evidence = self.result.evidence_data if self.result is not None else {}
+        if self.verdict is SweepVerdict.INCONCLUSIVE and evidence.get("held"):
+            # The bounded caches still filling that hold the growth (evidence/caches.py).
+            data["held_by"] = list(evidence.get("bounded") or [])
         return data
 
 

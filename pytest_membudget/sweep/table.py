@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.render.failure import failure_message
 from pytest_membudget.render.retention import native_top_text, path_text
+from pytest_membudget.render.session import cache_text
 from pytest_membudget.render.units import fmt, short_path, table
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
@@ -120,6 +121,14 @@ def cut_short_text(data: Mapping[str, Any]) -> str:
             f"long for the screen within {allowed:.3g} s ({bound})")
 
 
+def inconclusive_text(data: Mapping[str, Any]) -> str:
+    held = data.get("held_by")
+    if held:
+        return ("growth held by a bounded cache still filling: "
+                + "; ".join(cache_text(cache) for cache in held))
+    return "the full verdict did not settle"
+
+
 def passed_text(data: Mapping[str, Any]) -> str:
     flags = ", ".join(data.get("flagged", {}))
     if data.get("rescreen", {}).get("full_verdict") is False:
@@ -157,7 +166,7 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
     lists = (
         (SweepVerdict.NOT_REPEATABLE, "not repeatable (the first outcome stands)", reason_text),
         (SweepVerdict.CUT_SHORT, "cut short by the sweep's time", cut_short_text),
-        (SweepVerdict.INCONCLUSIVE, "inconclusive", lambda d: "the full verdict did not settle"),
+        (SweepVerdict.INCONCLUSIVE, "inconclusive", inconclusive_text),
     )
     for verdict, title, text in lists:
         entries = [(n, d) for n, d in records.items() if d.get("verdict") == verdict.value]

@@ -173,3 +173,18 @@ def test_a_freeze_the_session_made_is_left_and_the_paths_say_why_none_is_told() 
     entry = next(p for p in evidence["paths"] if p["type"] == "list")
     assert "path" not in entry
     assert entry["reason"].startswith("objects the session froze itself"), entry
+
+
+def test_a_type_grown_on_some_calls_only_does_not_hide_the_cache_that_holds_the_rest() -> None:
+    from pytest_membudget.evidence.caches import still_filling
+
+    cache = {"name": "m.entry", "kind": "functools.lru_cache", "currsize": 75,
+             "maxsize": 300, "per_call": 1.0, "calls_to_full": 225}
+    root = {"kind": RootKind.MODULE.value, "name": "m"}
+    held = {"type": "numpy.ndarray", "count": 7, "path": {"root": root, "cache": cache}}
+    once = {"type": "tuple", "count": 1, "path": {"root": {"kind": "module global",
+                                                           "name": "sys"}}}
+    assert still_filling([held, once], calls=6) == [cache]
+    # Growth elsewhere on most calls is growth the cache does not hold.
+    assert still_filling([held, {**once, "count": 3}], calls=6) == []
+    assert still_filling([held, once]) == []  # no count of calls: every path counts

@@ -323,3 +323,21 @@ def test_a_light_leak_keeps_the_sweeps_own_time() -> None:
     outcome = sweep(lambda: kept.append([[]]), allowed=2.0, most=10.0)
     assert outcome.verdict is SweepVerdict.LEAK
     assert outcome.bound is CutShort.SWEEP_SECONDS and outcome.allowed == 2.0
+
+
+def test_a_heavy_bounded_cache_still_filling_is_inconclusive_and_named() -> None:
+    import functools
+    import itertools
+
+    @functools.lru_cache(maxsize=400)
+    def entry(key: int) -> list[object]:
+        return [[key]]
+
+    keys = itertools.count()
+    outcome = sweep_test(slow(0.012, lambda: entry(next(keys))), run=default_run(),
+                         defaults=(), first_call=0.012, allowed=0.4,
+                         bound=CutShort.SWEEP_SECONDS, catch=(Exception,),
+                         classify=lambda error: NotRepeatable.RAISED, most=10.0)
+    assert outcome.verdict is SweepVerdict.INCONCLUSIVE, outcome.to_dict()
+    [cache] = outcome.to_dict()["held_by"]
+    assert cache["kind"] == "functools.lru_cache" and cache["maxsize"] == 400

@@ -96,3 +96,16 @@ def test_the_json_section_holds_the_same() -> None:
     assert [e["test"] for e in document["cut_short"]] == ["t.py::test_slow"]
     assert document["counts"] == {"leak": 3, "clean": 1, "not repeatable": 1, "cut short": 1}
     assert document["seconds"]["sweep"] == 1.51
+
+
+def test_an_inconclusive_test_names_the_bounded_cache_that_holds_its_growth() -> None:
+    cache = {"name": "m.entry", "kind": "functools.lru_cache", "currsize": 75, "maxsize": 300,
+             "per_call": 1.0, "calls_to_full": 225}
+    records = {"t.py::test_fill": {"verdict": "inconclusive", "flagged": {"py_blocks": 16.0},
+                                   "calls": 70, "held_by": [cache]},
+               "t.py::test_other": {"verdict": "inconclusive", "flagged": {"rss": 1e5},
+                                    "calls": 700}}
+    text = "\n".join(summary_lines(records, SweepMode.REPORT, 0))
+    assert ("t.py::test_fill: growth held by a bounded cache still filling: m.entry "
+            "(functools.lru_cache): 75 of 300 entries, +1/call, full in about 225 calls") in text
+    assert "t.py::test_other: the full verdict did not settle" in text
