@@ -341,3 +341,18 @@ def test_a_heavy_bounded_cache_still_filling_is_inconclusive_and_named() -> None
     assert outcome.verdict is SweepVerdict.INCONCLUSIVE, outcome.to_dict()
     [cache] = outcome.to_dict()["held_by"]
     assert cache["kind"] == "functools.lru_cache" and cache["maxsize"] == 400
+
+
+def test_a_heavy_buffer_filled_before_the_verdict_is_passed_on_malloc_where_rss_stays_open(
+        ) -> None:
+    import numpy as np
+
+    from pytest_membudget.sweep.driver import screen_probes
+
+    if "malloc" not in screen_probes():
+        pytest.skip("malloc needs glibc's mallinfo2")
+    kept: list[object] = []
+    outcome = sweep(slow(0.012, lambda: len(kept) < 22 and kept.append(np.ones(8192))),
+                    allowed=0.4, first_call=0.012, most=10.0)
+    assert {"malloc", "rss"} <= set(outcome.flagged), outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.PASSED, outcome.to_dict()
