@@ -14,7 +14,12 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, RunPolicy
+from pytest_membudget.judge.policy import (
+    CONFIRM_GROWTH,
+    FEWEST_CALLS,
+    MIN_VERDICT_ITERATIONS,
+    RunPolicy,
+)
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
@@ -450,9 +455,10 @@ def _settled_by_malloc(result: MembudgetResult, unsettled: list[Unsettled]) -> b
     passed, ``malloc`` among them: the heap whose growth the screen saw beside the pages has
     stopped, and what the pages still do is their noise (a 20 ms step whose buffer filled for
     its first 25 calls: ``malloc`` flat over 127 calls, ``rss`` at 115 B/call and not ruled
-    out, cut short before)."""
+    out, cut short before). Never on fewer calls than the shortest confirmed failure."""
     exact = [p for name, p in result.probes.items() if name in STEADY_PROBES]
     return ({u.outcome.probe for u in unsettled} <= RESIDENT and "malloc" in result.probes
-            and all(p.verdict is ProbeVerdict.PASS for p in exact))
+            and all(p.verdict is ProbeVerdict.PASS for p in exact)
+            and result.iterations >= CONFIRM_GROWTH * FEWEST_CALLS)
 
 
