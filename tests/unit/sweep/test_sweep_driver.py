@@ -13,7 +13,6 @@ from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, SHORTEST_SECON
 from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
 from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
-from pytest_membudget.sweep.table import cut_short_text
 from pytest_membudget.sweep.screen import (
     EXACT_SECONDS,
     EXACT_SHORTEST,
@@ -23,6 +22,7 @@ from pytest_membudget.sweep.screen import (
     STEADY_PROBES,
     settle_points,
 )
+from pytest_membudget.sweep.table import cut_short_text
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 
