@@ -125,8 +125,9 @@ OPTIONS: tuple[Option, ...] = (
            "overall); more calls cost more and see rarer growth", str(SCREEN_CALLS),
            metavar="N"),
     Option("sweep_seconds", "most seconds the sweep spends repeating one test (its screen and "
-           "full verdict); a test it cuts short is listed, not failed; under pytest-timeout it "
-           "also keeps within half the test's timeout", "2", metavar="S"),
+           "full verdict; a flagged test too slow for a verdict within them gets the time its "
+           "verdict needs, up to 10 s); a test it cuts short is listed, not failed; under "
+           "pytest-timeout it also keeps within half the test's timeout", "2", metavar="S"),
 )
 
 
