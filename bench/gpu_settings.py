@@ -73,6 +73,15 @@ FACTS = textwrap.dedent("""
     print(json.dumps(out, default=str))
 """)
 
+#: The inner session's tests: (name, the marker's budgets, the step it runs).
+CASES = [
+    ("kept_tensor_allocated", "cuda_allocated=0", "keep"),
+    ("kept_tensor_small_pool", "cuda_small_pool=0", "keep"),
+    ("kept_tensor_history", "cuda_allocated=0, cuda_history=True", "keep"),
+    ("flat_segments", "cuda_segments=0", "flat"),
+    ("flat_reserved", "cuda_reserved=0", "flat"),
+]
+
 TESTS = textwrap.dedent("""
     import pytest, torch
 
@@ -83,27 +92,11 @@ TESTS = textwrap.dedent("""
 
     def flat():
         (torch.randn(256, 256, device="cuda") * 2).sum().item()
-
-    @pytest.mark.membudget(cuda_allocated=0, iterations=40, warmup=5)
-    def test_kept_tensor_allocated(membudget):
-        membudget.run(keep)
-
-    @pytest.mark.membudget(cuda_small_pool=0, iterations=40, warmup=5)
-    def test_kept_tensor_small_pool(membudget):
-        membudget.run(keep)
-
-    @pytest.mark.membudget(cuda_allocated=0, cuda_history=True, iterations=40, warmup=5)
-    def test_kept_tensor_history(membudget):
-        membudget.run(keep)
-
-    @pytest.mark.membudget(cuda_segments=0, iterations=40, warmup=5)
-    def test_flat_segments(membudget):
-        membudget.run(flat)
-
-    @pytest.mark.membudget(cuda_reserved=0, iterations=40, warmup=5)
-    def test_flat_reserved(membudget):
-        membudget.run(flat)
-""")
+""") + "".join(f"""
+@pytest.mark.membudget({budgets}, iterations=40, warmup=5)
+def test_{name}(membudget):
+    membudget.run({step})
+""" for name, budgets, step in CASES)
 
 
 def plugin_args(env: dict[str, str]) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.policy import (
     CONFIRM_GROWTH,
     FEWEST_CALLS,
@@ -446,19 +447,16 @@ def verdict_of(result: MembudgetResult) -> SweepVerdict:
     return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
 
 
-#: Page-grained probes whose open verdict the exact counters judged on the same run settle.
-RESIDENT = frozenset({"rss", "uss", "pss"})
-
-
 def _settled_by_malloc(result: MembudgetResult, unsettled: list[Unsettled]) -> bool:
-    """Only resident memory is still open, and the exact counters judged on the same run
+    """Only coarse probes are still open, and the exact probes that see their growth (the
+    catalog's ``exact``: ``py_blocks`` and ``malloc`` for ``rss``), judged on the same run,
     passed, ``malloc`` among them: the heap whose growth the screen saw beside the pages has
     stopped, and what the pages still do is their noise (a 20 ms step whose buffer filled for
     its first 25 calls: ``malloc`` flat over 127 calls, ``rss`` at 115 B/call and not ruled
     out, cut short before). Never on fewer calls than the shortest confirmed failure."""
-    exact = [p for name, p in result.probes.items() if name in STEADY_PROBES]
-    return ({u.outcome.probe for u in unsettled} <= RESIDENT and "malloc" in result.probes
-            and all(p.verdict is ProbeVerdict.PASS for p in exact)
+    exact = {name for u in unsettled for name in PROBES[u.outcome.probe].exact
+             if name in result.probes}
+    return ("malloc" in exact and all("malloc" in PROBES[u.outcome.probe].exact
+                                      for u in unsettled)
+            and all(result.probes[name].verdict is ProbeVerdict.PASS for name in exact)
             and result.iterations >= CONFIRM_GROWTH * FEWEST_CALLS)
-
-
