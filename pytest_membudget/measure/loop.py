@@ -45,7 +45,8 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
     read them."""
     from pytest_membudget.probes import create
 
-    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
+    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history,
+               **storage.probe_options}
     probes = {name: create(name, options) for name in names}
     wanted = witnesses(spec)
     hidden = set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 class Measurement:
     """Sample storage, preallocated before the first iteration so that the plugin's own
     bookkeeping never reads as growth in the probes it feeds."""
+
+    #: Options given to the probes of runs stored here (see probes/rss.py), beside the run
+    #: settings' own.
+    probe_options: ClassVar[dict[str, Any]] = {}
 
     spec: BudgetSpec
     probes: dict[str, Probe]

@@ -27,13 +27,16 @@ class ThreadsProbe(Probe):
     SETTLE_SECONDS = 0.002
 
     def start(self) -> None:
+        # psutil's handle only where there is no /proc: making one reads the process's
+        # start time (18 us, once per screen of the sweep).
         self._stat = ProcFile("/proc/self/stat") if has_procfs() else None
-        self._process = psutil.Process()
+        self._process = None if self._stat is not None else psutil.Process()
         self._last = self._count()
 
     def _count(self) -> float:
         if self._stat is not None:
             return float(stat_fields(self._stat.read(1024))[NUM_THREADS])
+        assert self._process is not None
         return float(self._process.num_threads())
 
     def read(self) -> float:
@@ -58,11 +61,12 @@ class FdsProbe(Probe):
 
     def start(self) -> None:
         self._fd_dir = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
-        self._process = psutil.Process()
+        self._process = None if self._fd_dir is not None else psutil.Process()
 
     def read(self) -> float:
         if self._fd_dir is not None:
             return float(len(os.listdir(self._fd_dir)))
+        assert self._process is not None
         if hasattr(self._process, "num_fds"):
             return float(self._process.num_fds())
         return float(self._process.num_handles())  # type: ignore[attr-defined]

@@ -38,12 +38,15 @@ def reset_peak_rss() -> bool:
 
 class RssProbe(Probe):
     """RSS: every page the process holds, native and Python alike. Allocators rarely give
-    memory back, so RSS rises in steps and seldom falls."""
+    memory back, so RSS rises in steps and seldom falls. Options (set for the sweep's
+    screen, which reads values alone): ``peaks`` False keeps no high-water mark,
+    ``release_free_memory`` False leaves glibc's free memory in place before the window."""
 
     name = "rss"
 
     def before_window(self) -> None:
-        release_free_memory()
+        if self.options.get("release_free_memory", True):
+            release_free_memory()
 
     def peak(self) -> float | None:
         """The kernel's high-water mark (VmHWM), reset when the probe started."""
@@ -56,7 +59,7 @@ class RssProbe(Probe):
         return None
 
     def start(self) -> None:
-        self._hwm_reset = reset_peak_rss()
+        self._hwm_reset = self.options.get("peaks", True) and reset_peak_rss()
         if has_procfs():
             self._statm: ProcFile | None = ProcFile("/proc/self/statm")
             self._page = os.sysconf("SC_PAGE_SIZE")

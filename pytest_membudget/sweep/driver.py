@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.policy import (
@@ -65,7 +65,16 @@ class ScreenMeasurement(Measurement):
     settle points (see :func:`screen_policy`) whether they have
     :func:`~pytest_membudget.sweep.screen.settled`. A screen that goes on has the delta
     across each reading left out of its rule (``read``): the reading's own objects moved
-    ``py_blocks`` by one in that delta in a few screens in a thousand."""
+    ``py_blocks`` by one in that delta in a few screens in a thousand.
+
+    A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
+    write to /proc per screen), and glibc's free memory is not handed back before its window.
+    Growth that reuses free memory is the ``malloc`` probe's to see; handed back, the pages
+    the first measured calls fault in again read as RSS growth of a page or more, which kept
+    the screens of clean slow tests going (each a subprocess run of 30 to 80 ms on
+    multidict's suite: docs/sweep.md)."""
+
+    probe_options: ClassVar[dict[str, Any]] = {"peaks": False, "release_free_memory": False}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -90,7 +99,9 @@ class ScreenMeasurement(Measurement):
 
     def flagged(self) -> dict[str, float]:
         """The probes the screening rule flags, without the deltas across the readings."""
-        return flagged(self.window()[1], skip=self.read)
+        rows = self.values[self.window_start : self.rows].tolist()
+        return flagged({name: [row[c] for row in rows] for c, name in enumerate(self.probes)},
+                       skip=self.read)
 
     def per_call(self, name: str) -> float:
         """A probe's net growth per call over the window."""
