@@ -46,7 +46,7 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
     from pytest_membudget.probes import create
 
     options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history,
-               **storage.probe_options}
+               **storage.probe_options(names)}
     probes = {name: create(name, options) for name in names}
     wanted = witnesses(spec)
     hidden = set()

@@ -4,8 +4,9 @@ allocates nothing the probes could read as growth; thinned in place when a run o
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
 class Measurement:
     """Sample storage, preallocated before the first iteration so that the plugin's own
     bookkeeping never reads as growth in the probes it feeds."""
-
-    #: Options given to the probes of runs stored here (see probes/rss.py), beside the run
-    #: settings' own.
-    probe_options: ClassVar[dict[str, Any]] = {}
 
     spec: BudgetSpec
     probes: dict[str, Probe]
@@ -64,6 +61,12 @@ class Measurement:
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)
         self.values = np.zeros((self.capacity, len(self.probes)), dtype=np.float64)
+
+    @classmethod
+    def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
+        """Options for the probes ``names`` of a run stored here (see probes/rss.py), beside
+        the run settings' own."""
+        return {}
 
     @property
     def window_start(self) -> int:

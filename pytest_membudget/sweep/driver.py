@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.policy import (
@@ -68,13 +68,15 @@ class ScreenMeasurement(Measurement):
     ``py_blocks`` by one in that delta in a few screens in a thousand.
 
     A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
-    write to /proc per screen), and glibc's free memory is not handed back before its window.
-    Growth that reuses free memory is the ``malloc`` probe's to see; handed back, the pages
-    the first measured calls fault in again read as RSS growth of a page or more, which kept
-    the screens of clean slow tests going (each a subprocess run of 30 to 80 ms on
-    multidict's suite: docs/sweep.md)."""
+    write to /proc per screen), and glibc's free memory is not handed back before its window
+    where the screen reads ``malloc``, which sees growth that reuses free memory byte for
+    byte. Handed back, the pages the first measured calls fault in again read as RSS growth
+    of a page or more, which kept the screens of clean slow tests going (each a subprocess
+    run of 30 to 80 ms on multidict's suite: docs/sweep.md)."""
 
-    probe_options: ClassVar[dict[str, Any]] = {"peaks": False, "release_free_memory": False}
+    @classmethod
+    def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
+        return {"peaks": False, "release_free_memory": "malloc" not in names}
 
     def __post_init__(self) -> None:
         super().__post_init__()
