@@ -13,7 +13,7 @@ import pytest
 from support.evidence_runs import evidence_of
 
 from pytest_membudget import interpreter
-from pytest_membudget.evidence import rerun
+from pytest_membudget.evidence import census, rerun
 from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.render.retention import path_text
 from pytest_membudget.vocabulary import RootKind
@@ -24,8 +24,12 @@ KEEP: list[dict[str, list[bytes]]] = []
 @pytest.fixture(autouse=True)
 def _time_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a path is, not how fast it comes (bench/evidence.py measures that): a machine
-    loaded by other work must not cut the search short."""
+    loaded by other work must not cut the search short, and a heap grown by the tests that
+    ran before (pytester's inner sessions) must not make the second count list the rerun's
+    own containers only (census.Atoms.WHOLE_SECONDS), which misses atoms kept in older
+    ones, such as a class's list made at import."""
     monkeypatch.setattr(rerun, "PATH_LEAST_SECONDS", 10.0)
+    monkeypatch.setattr(census.Atoms, "WHOLE_SECONDS", 60.0)
 
 
 class Registry:
