@@ -102,7 +102,8 @@ class ScreenMeasurement(Measurement):
     def flagged(self) -> dict[str, float]:
         """The probes the screening rule flags, without the deltas across the readings."""
         rows = self.values[self.window_start : self.rows].tolist()
-        return flagged({name: [row[c] for row in rows] for c, name in enumerate(self.probes)},
+        # No rows (a window never opened): no series, nothing flagged.
+        return flagged(dict(zip(self.probes, zip(*rows, strict=True), strict=False)),
                        skip=self.read)
 
     def per_call(self, name: str) -> float:

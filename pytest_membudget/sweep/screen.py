@@ -86,12 +86,11 @@ def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
         rule = rules.get(name)
         if rule is None or len(values) < 2:
             continue
-        row = values.tolist() if hasattr(values, "tolist") else list(values)
-        deltas = [later - earlier for earlier, later in pairwise(row)]
+        deltas = _deltas(values)
         left_out = {i for i in skip if 0 <= i < len(deltas)}
         if left_out and len(left_out) < len(deltas):
             deltas = [d for i, d in enumerate(deltas) if i not in left_out]
-        growth = row[-1] - row[0]
+        growth = float(values[-1] - values[0])
         if all(d >= rule.least for d in deltas) if rule.every else growth >= rule.least:
             found[name] = growth
     return found
@@ -158,11 +157,17 @@ def settled(block: Sequence[Sequence[float]] | npt.NDArray[np.float64],
     (threads, descriptors) has not moved at all. Plain Python, as :func:`flagged`."""
     if len(block) < 2:
         return False
-    rows = block.tolist() if hasattr(block, "tolist") else [list(r) for r in block]
-    for column, (floor, each) in enumerate(zip(least, every, strict=True)):
-        deltas = [later[column] - earlier[column] for earlier, later in pairwise(rows)]
+    rows = block.tolist() if hasattr(block, "tolist") else block
+    for column, floor, each in zip(zip(*rows, strict=True), least, every, strict=True):
+        deltas = _deltas(column)
         if each and not any(d < floor for d in deltas):
             return False
         if not each and any(d != 0 for d in deltas):
             return False
     return True
+
+
+def _deltas(values: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
+    """The differences of consecutive samples, as Python floats."""
+    row = values.tolist() if hasattr(values, "tolist") else values
+    return [later - earlier for earlier, later in pairwise(row)]
