@@ -62,6 +62,10 @@ class ProbeInfo:
     #: The ample growth of this probe, where its kind's (AMPLE_GROWTH) does not fit: 64
     #: threads prove a leak, 64 objects do not.
     ample: float | None = None
+    #: Whether the plugin's own work in the process moves this probe (it reads the memory
+    #: and objects of this process): what a judgement inside the window leaves behind is
+    #: taken out of its series (measure.probeset.ProbeSet.rebaser).
+    own_memory: bool = False
 
     @property
     def ample_growth(self) -> float:
@@ -110,27 +114,27 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc")),
+                  witnesses=("py_blocks", "malloc"), own_memory=True),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc")),
+                  witnesses=("py_blocks", "malloc"), own_memory=True),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
-                  blind_to_native=True),
+                  blind_to_native=True, own_memory=True),
         ProbeInfo("malloc", B, "B", 4096, "malloc",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
-                  witness_resolution=MALLOC_WITNESS_RESOLUTION),
+                  witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True),
         ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
                   sees="Python objects", ample=OBJECTS_AMPLE,
                   witness_resolution=WITNESS_RESOLUTION, least_bytes=SMALLEST_BLOCK,
-                  blind_to_native=True),
+                  blind_to_native=True, own_memory=True),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,
-                  ample=OBJECTS_AMPLE, blind_to_native=True),
+                  ample=OBJECTS_AMPLE, blind_to_native=True, own_memory=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
                   "operating-system threads of the process"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",

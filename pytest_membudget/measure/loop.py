@@ -77,6 +77,7 @@ def measure(
     probe_set = ProbeSet(probes)
     collection = GarbageCollection(spec.run.gc)
     sample = probe_set.sampler(m, collection.collect)
+    rebase = probe_set.rebaser(m, collection.collect)
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
     m.started = time.perf_counter()
@@ -85,7 +86,7 @@ def measure(
         iteration, stride = yield from _warm_up(m, sample, policy)
         collection.open_window()
         probe_set.before_window()
-        iteration = yield from _window(m, sample, stride, policy, iteration)
+        iteration = yield from _window(m, sample, rebase, stride, policy, iteration)
         m.source_peaks.update(probe_set.peaks())
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
@@ -120,8 +121,8 @@ def _warm_up(m: Measurement, sample: Sample,
     return len(times), m.stride
 
 
-def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
-            iteration: int) -> Generator[int, None, int]:
+def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: Stride,
+            policy: RunPolicy, iteration: int) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
     policy says so."""
     clock = time.perf_counter
@@ -179,6 +180,7 @@ def _window(m: Measurement, sample: Sample, stride: Stride, policy: RunPolicy,
         # Samples until the next checkpoint: one per stride, one there, one if time runs out.
         while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
             every = stride.thinned()
+        rebase()
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,
