@@ -14,6 +14,7 @@ from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, SHORTEST_SECON
 from pytest_membudget.judge.spec import SpecError
 from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
 from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
+from pytest_membudget.sweep.outcome import SweepOutcome
 from pytest_membudget.sweep.screen import (
     EXACT_SECONDS,
     EXACT_SHORTEST,
@@ -281,6 +282,17 @@ def test_the_verbose_list_says_how_a_flagged_test_was_cleared() -> None:
 # Heavy steps: a flagged test whose verdict does not fit in the sweep's time at its pace.
 
 
+def probe_verdicts(outcome: SweepOutcome) -> dict[str, object]:
+    """Each probe's verdict, slope and bounds in the full verdict, and how it stopped: what a
+    failed assertion needs to show (the outcome's dict is cut short in pytest's message)."""
+    result = outcome.result
+    if result is None:
+        return {"calls": outcome.calls}
+    return {"stopped": result.stopped.value, "iterations": result.iterations,
+            **{name: (p.verdict.value, round(p.slope, 3), p.ci)
+               for name, p in result.probes.items()}}
+
+
 def slow(seconds: float, then: Callable[[], object] = lambda: None) -> Callable[[], None]:
     def body() -> None:
         time.sleep(seconds)
@@ -364,4 +376,4 @@ def test_a_heavy_buffer_filled_before_the_verdict_is_passed_on_malloc_where_rss_
 
     outcome = sweep(slow(0.012, fill), allowed=0.4, first_call=0.012, most=10.0)
     assert {"malloc", "rss"} <= set(outcome.flagged), outcome.to_dict()
-    assert outcome.verdict is SweepVerdict.PASSED, outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.PASSED, (outcome.verdict, probe_verdicts(outcome))
