@@ -146,8 +146,8 @@ def collect(
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
-    own = (state, state.types, state.sites, state.threads, state.fds, *state.atoms.own(),
-           state.fresh, state.paths, state.caches, state.traced, *state.sites)
+    own = (state, state.types, state.threads, state.fds, *state.atoms.own(), state.fresh,
+           state.paths, state.caches, state.traced, *_site_records(state.sites))
     grown = type_counts(exclude=own, atoms=state.atoms, fresh=state.fresh) if memory else (
         Counter())
     del own  # it holds the rerun's objects, which the retaining paths must not meet
@@ -169,7 +169,7 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
     """What the collector tracks now, while the objects alive before the rerun are frozen:
     the rerun's own, less the evidence's bookkeeping. None where frozen objects still show
     (the sentinel: ``state``, made before the freeze)."""
-    left_out = {id(state.sites), id(state.threads), id(state.fds), *map(id, state.sites)}
+    left_out = {id(state.threads), id(state.fds), *map(id, _site_records(state.sites))}
     left_out.add(id(left_out))
     found = gc.get_objects()
     fresh = []
@@ -180,6 +180,18 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
         if id(obj) not in left_out:
             fresh.append(obj)
     return fresh
+
+
+def _site_records(sites: list[dict[str, Any]]) -> list[object]:
+    """The evidence's own records of the growing lines: the list, each site's dict, and the
+    caller found for a library line (a ``(file, line)`` tuple the collector still tracks,
+    once read as a growing ``tuple`` held by the site). None of them is the workload's."""
+    records: list[object] = [sites]
+    for site in sites:
+        records.append(site)
+        if site.get("via") is not None:
+            records.append(site["via"])
+    return records
 
 
 def _no_fresh_reason() -> str:

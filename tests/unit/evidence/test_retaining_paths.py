@@ -192,3 +192,22 @@ def test_a_type_grown_on_some_calls_only_does_not_hide_the_cache_that_holds_the_
     # Growth elsewhere on most calls is growth the cache does not hold.
     assert still_filling([held, {**once, "count": 3}], calls=6) == []
     assert still_filling([held, once]) == []  # no count of calls: every path counts
+
+
+def test_the_caller_found_for_a_library_line_is_not_growth() -> None:
+    # The growing line is numpy's, so the evidence looks for the test's line that called it
+    # and records it on the site: that record is the evidence's, not a growing tuple.
+    import numpy as np
+
+    KEEP.clear()
+    views: list[object] = []
+    KEEP.append({"views": views})  # type: ignore[dict-item]
+
+    def step() -> None:
+        views.append(np.ones(8192)[:4])  # a view keeps its 64 KiB base
+
+    evidence = evidence_of(step, {"rss"})
+    assert any(site.get("via_line") for site in evidence["sites"]), evidence["sites"]
+    assert [t["type"] for t in evidence["types"]] == ["numpy.ndarray"], evidence["types"]
+    assert [p["type"] for p in evidence["paths"]] == ["numpy.ndarray"], evidence["paths"]
+    KEEP.clear()
