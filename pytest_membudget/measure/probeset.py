@@ -116,7 +116,7 @@ class ProbeSet:
         blocks per checkpoint on CPython 3.11 and numpy 2.4 (``py_blocks`` read 0.3
         blocks/call on a 12 ms step whose buffer had stopped filling; 0.05 with the rebase).
         Growth of the process during that pause (another thread's) is taken out with it."""
-        moved, values = self.moved, m.values
+        moved, values, afters = self.moved, m.values, self.afters
         shift = np.zeros(values.shape[1])
 
         def rebase() -> None:
@@ -125,6 +125,10 @@ class ProbeSet:
                 return
             if collect:
                 gc.collect()
+            # The peaks kept between samples (tracemalloc's) start again here: the
+            # judgement's temporaries are not the workload's peak.
+            for after in afters:
+                after()
             for column, read in moved:
                 shift[column] = read() - values[row, column]
             values[: m.rows] += shift

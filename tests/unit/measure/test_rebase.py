@@ -75,3 +75,27 @@ def test_a_probe_the_judgement_cannot_move_is_left_as_read(
     # A step after each judgement that a sample followed (not the last, after the window).
     assert 1 <= np.count_nonzero(steps) <= judged - 1
     assert set(steps[steps != 0]) == {LEFT}
+
+
+def test_a_judgements_temporaries_are_not_the_workloads_peak(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_membudget.probes.heap import HeapProbe
+
+    spec = build_spec(default_run(max_seconds=600.0, evidence=False), (), {"heap": 0},
+                      "in test")
+    judge = Measurement.judge
+
+    def with_temporaries(m: Measurement):  # type: ignore[no-untyped-def]
+        scratch = bytearray(16 * 1024**2)  # traced, and freed before the next iteration
+        del scratch
+        return judge(m)
+
+    monkeypatch.setattr(Measurement, "judge", with_temporaries)
+    probes: dict[str, Probe] = {"heap": HeapProbe()}
+    m = Measurement(spec, probes, capacity_for(spec))
+    for _ in measure(spec, probes, m):
+        pass
+    result = build_result(m)
+    assert result.passed
+    # The peak is the workload's: a few KiB above the samples, not the judgement's 16 MiB.
+    assert result["heap"].peak < float(m.values[: m.rows, 0].max()) + 1024**2
