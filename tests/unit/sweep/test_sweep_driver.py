@@ -30,7 +30,7 @@ from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, Swee
 #: Blocks a growing call of these bodies keeps where the test needs the screen to see growth
 #: on that call: two, not one. On CPython 3.10 a block that was alive at a window's first
 #: sample is freed now and then during its first calls (a 64-byte one, found with
-#: sys._debugmallocstats; 5-15% of screens after a varied heap churn, none on 3.11-3.13),
+#: sys._debugmallocstats; 4-26% of screens after a varied heap churn, none on 3.11-3.13),
 #: and one block kept on such a call then reads as a delta of 0.
 SEEN = 2
 
