@@ -207,27 +207,26 @@ def test_steady_growth_of_an_exact_counter_is_confirmed_on_fewer_calls() -> None
         MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS)
 
 
-@pytest.mark.parametrize(("blocks", "most"), [
-    (3, EXACT_SHORTEST),  # three blocks a call: plain at the first judgement
+def seen_while_screened(kept: list[object]) -> None:
+    """One block a call, but SEEN on each of the first screen's calls."""
+    if len(kept) < (SCREEN_WARMUP + SCREEN_CALLS) * SEEN:
+        keep_seen(kept)
+    else:  # the second screen's calls and the full verdict's
+        kept.append(object())
+
+
+@pytest.mark.parametrize(("keep", "most"), [
+    # three blocks a call: plain at the first judgement
+    (lambda kept: kept.append([[]]), EXACT_SHORTEST),
     # one block a call: 64 of them need 128 calls. object(), not []: empty lists come from
     # the interpreter's free list first, which earlier tests in the process may have filled,
     # and a call served from it allocates no block (the screen then sees no growth).
-    (1, MIN_VERDICT_ITERATIONS // 2),
+    (seen_while_screened, MIN_VERDICT_ITERATIONS // 2),
 ])
 def test_a_python_leak_is_confirmed_on_fewer_calls_than_a_marked_test(
-        blocks: int, most: int) -> None:
+        keep: Callable[[list[object]], None], most: int) -> None:
     kept: list[object] = []
-    screened = SCREEN_WARMUP + SCREEN_CALLS
-
-    def leak() -> None:
-        if blocks == 3:
-            kept.append([[]])
-        elif len(kept) < screened * SEEN:  # the first screen's calls: SEEN blocks each
-            keep_seen(kept)
-        else:  # the second screen's and the full verdict's: one
-            kept.append(object())
-
-    outcome = sweep(leak)
+    outcome = sweep(lambda: keep(kept))
     assert outcome.verdict is SweepVerdict.LEAK and set(outcome.flagged) <= STEADY_PROBES
     assert outcome.result is not None and outcome.result.iterations <= most
 
