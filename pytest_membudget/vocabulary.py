@@ -20,16 +20,24 @@ class ProbeKind(str, Enum):
 
 class BudgetKind(str, Enum):
     """What a budget limits: the slope per iteration at the end of the run, the highest
-    value, or the growth over the window."""
+    value, the growth over the window (what stays), or the rise from the run's start to its
+    highest point (how high it went)."""
 
     SLOPE = "slope"
     PEAK = "peak"
     GROWTH = "growth"
+    RISE = "rise"
 
     @property
     def suffix(self) -> str:
-        """The marker keyword's suffix: ``rss``, ``rss_peak``, ``rss_growth``."""
+        """The marker keyword's suffix: ``rss``, ``rss_peak``, ``rss_growth``, ``rss_rise``."""
         return "" if self is BudgetKind.SLOPE else "_" + self.value
+
+    @property
+    def footprint(self) -> bool:
+        """Whether the budget is about the highest point (peak, rise), not growth: its
+        failure is explained by what was alive at the peak, not by what grew."""
+        return self in (BudgetKind.PEAK, BudgetKind.RISE)
 
 
 class GcPolicy(str, Enum):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.render.session import inconclusive_reasons, note_reasons
-from pytest_membudget.render.units import budget_text, fmt, slope_text
+from pytest_membudget.render.session import inconclusive_reasons, note_reasons, peak_text
+from pytest_membudget.render.units import budget_text, slope_text
 from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
 
@@ -27,7 +27,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
         props += [
             (f"membudget.{name}.slope", slope_text(name, probe.get("slope"), probe.get("ci"))),
             (f"membudget.{name}.budget", budget_text(name, probe.get("budgets", {}))),
-            (f"membudget.{name}.peak", fmt(name, probe.get("peak"))),
+            (f"membudget.{name}.peak", peak_text(name, probe)),
             (f"membudget.{name}.verdict", str(probe.get("verdict"))),
         ]
     return props

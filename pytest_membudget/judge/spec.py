@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,14 +80,20 @@ def split_budget_key(key: str) -> tuple[str, BudgetKind]:
     """'rss' -> ('rss', SLOPE); 'rss_peak' -> ('rss', PEAK); unknown -> SpecError."""
     if key in PROBES:
         return key, BudgetKind.SLOPE
-    for kind in (BudgetKind.PEAK, BudgetKind.GROWTH):
+    for kind in (BudgetKind.PEAK, BudgetKind.GROWTH, BudgetKind.RISE):
         if key.endswith(kind.suffix) and key[: -len(kind.suffix)] in PROBES:
-            return key[: -len(kind.suffix)], kind
+            probe = key[: -len(kind.suffix)]
+            if kind is BudgetKind.RISE and PROBES[probe].kind is ProbeKind.SECONDS:
+                raise SpecError(
+                    f"{key!r}: a rise budget limits how far a probe's memory or count went "
+                    f"above its start; {probe} is a time: budget its slope ({probe}=) or its "
+                    f"highest value ({probe}_peak=)")
+            return probe, kind
     known = ", ".join(sorted(PROBES))
     raise SpecError(
-        f"unknown budget {key!r}{_did_you_mean(key)}: budgets are named <probe>, <probe>_peak "
-        f"or <probe>_growth, with a probe among: {known}; run-control arguments are: "
-        f"{', '.join(RUN_KEYS)}"
+        f"unknown budget {key!r}{_did_you_mean(key)}: budgets are named <probe>, "
+        f"<probe>_peak, <probe>_growth or <probe>_rise, with a probe among: {known}; "
+        f"run-control arguments are: {', '.join(RUN_KEYS)}"
     )
 
 
@@ -132,7 +138,8 @@ def parse_quantity(info: ProbeInfo, kind: BudgetKind, value: object, where: str)
             raise SpecError(
                 f"{label}={value!r} {where}: this is a size, but {label} is a slope budget "
                 f"(growth per iteration); write {value.strip() + '/iter'!r}, "  # type: ignore[union-attr]
-                f"or use {info.name}_peak= / {info.name}_growth= for a size"
+                f"or use {info.name}_rise= / {info.name}_peak= / {info.name}_growth= for a "
+                "size"
             )
         if kind is not BudgetKind.SLOPE and per_iter:
             raise SpecError(
@@ -271,7 +278,7 @@ def parse_device(value: object, where: str) -> str | None:
 #: value: the marker's keywords, the ini keys and the command-line flags all go through it.
 RUN_PARSERS: dict[str, Callable[[object, str], Any]] = {
     "iterations": parse_iterations,
-    "warmup": lambda value, where: positive_int("warmup", value, where),
+    "warmup": lambda value, where: positive_int("warmup", value, where, minimum=0),
     "min_iterations": lambda value, where: positive_int("min_iterations", value, where),
     "max_iterations": parse_cap,
     "max_seconds": lambda value, where: parse_seconds("max_seconds", value, where),
@@ -323,6 +330,8 @@ def build_spec(
         budgets[(probe, kind)] = Budget(
             probe, kind, parse_quantity(PROBES[probe], kind, value, where), where
         )
+    if _footprint_only(budgets.values()):
+        run.update(_one_call(marker_kwargs, run))
     settings = RunSettings(**run)
     if (settings.iterations is None and settings.max_iterations is not None
             and settings.min_iterations > settings.max_iterations):
@@ -331,3 +340,20 @@ def build_spec(
             f"max_iterations={settings.max_iterations} {where}"
         )
     return BudgetSpec(tuple(budgets.values()), settings)
+
+
+def _footprint_only(budgets: Iterable[Budget]) -> bool:
+    """Whether every budget is about the highest point (``_peak``, ``_rise``): such a test
+    asks how much one call of a phase needs, not whether calls leak."""
+    kinds = [b.kind for b in budgets]
+    return bool(kinds) and all(kind.footprint for kind in kinds)
+
+
+def _one_call(marker_kwargs: Mapping[str, object], run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run of a footprint-only test whose marker leaves its length to the defaults: an
+    'auto' run has no slope to settle, so it is one measured call after no warm-up (a 25 GB
+    phase runs once). What the marker sets stays; a fixed count from the ini or the
+    command line stays too."""
+    if "iterations" in marker_kwargs or run["iterations"] is not None:
+        return {}
+    return {"iterations": 1, **({} if "warmup" in marker_kwargs else {"warmup": 0})}

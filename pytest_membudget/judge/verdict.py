@@ -92,7 +92,10 @@ def judge_probe(
     confidence: float,
     longest_tail: float,
     auto: bool = False,
+    start: float = math.nan,
 ) -> ProbeJudgement:
+    """``peak``: the highest value since the run's start; ``start``: the value there (a rise
+    budget is their difference)."""
     t = trend(x, y, confidence)
     outcomes = []
     floor = PROBES[probe].floor if auto else 0.0
@@ -104,6 +107,11 @@ def judge_probe(
             outcomes.append(Outcome(budget, status, t.slope))
         elif kind is BudgetKind.PEAK:
             outcomes.append(Outcome(budget, FAIL if peak > budget.limit else PASS, peak))
+        elif kind is BudgetKind.RISE:
+            rise = peak - start
+            # No start read (a run cut short before its first sample): not a pass.
+            status = FAIL if rise > budget.limit else PASS if rise <= budget.limit else AMBIGUOUS
+            outcomes.append(Outcome(budget, status, rise))
         else:
             status = FAIL if t.growth > budget.limit else PASS
             outcomes.append(Outcome(budget, status, t.growth))
@@ -116,12 +124,17 @@ def judge(
     series: dict[str, FloatArray],
     peaks: dict[str, float],
     longest_tail: float = math.inf,
+    starts: dict[str, float] | None = None,
 ) -> Verdict:
-    """Judge every probe's measured window. ``x`` holds the iteration of each sample."""
+    """Judge every probe's measured window. ``x`` holds the iteration of each sample;
+    ``peaks`` and ``starts`` the highest value of each probe since the run's start and the
+    value there (for rise budgets)."""
     auto = spec.run.iterations is None
+    starts = starts or {}
     return Verdict({
         probe: judge_probe(probe, spec.for_probe(probe), x, y, peaks.get(probe, float(y.max(
-            initial=-math.inf))), spec.run.confidence, longest_tail, auto)
+            initial=-math.inf))), spec.run.confidence, longest_tail, auto,
+            starts.get(probe, math.nan))
         for probe, y in series.items()
     })
 

@@ -65,13 +65,23 @@ class ProbeResult:
     verdict: ProbeVerdict
     budgets: dict[str, float | None] = field(default_factory=dict)
     outcomes: tuple[BudgetOutcome, ...] = ()
+    #: The value at the run's start (its first sample, before the warm-up); ``peak - start``
+    #: is how far the probe rose above it.
+    start: float = math.nan
+
+    @property
+    def rise(self) -> float:
+        """How far the probe went above its start: the highest value minus the first."""
+        return self.peak - self.start
 
     def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
         data: dict[str, Any] = {
             "unit": self.unit,
             "slope": finite_or_none(self.slope),
             "ci": [finite_or_none(self.ci[0]), finite_or_none(self.ci[1])],
+            "start": finite_or_none(self.start),
             "peak": finite_or_none(self.peak),
+            "rise": finite_or_none(self.rise),
             "growth": finite_or_none(self.growth),
             "verdict": self.verdict.value,
             "budgets": dict(self.budgets),
@@ -187,7 +197,7 @@ def build_result(m: Measurement) -> MembudgetResult:
     stopped = m.stopped
     finished = stopped is not StopReason.RUNNING
     probes: dict[str, ProbeResult] = {}
-    peaks = m.peaks()
+    peaks, starts = m.peaks(), m.starts()
     for column, name in enumerate(m.probes):
         if name in m.hidden:
             continue
@@ -207,7 +217,7 @@ def build_result(m: Measurement) -> MembudgetResult:
             growth=growth, samples=m.values[: m.rows, column].copy(),
             sample_iterations=m.x[: m.rows].copy(),
             verdict=probe_verdict([o.status for o in outcomes], finished),
-            budgets=budgets, outcomes=outcomes,
+            budgets=budgets, outcomes=outcomes, start=starts[name],
         )
     run = asdict(m.spec.run)
     run["gc"] = m.spec.run.gc.value

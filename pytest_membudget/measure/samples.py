@@ -86,6 +86,12 @@ class Measurement:
             for c, n in enumerate(self.probes)
         }
 
+    def starts(self) -> dict[str, float]:
+        """Each probe's value at the run's start (its first sample, before the warm-up)."""
+        if self.rows == 0:
+            return {n: math.nan for n in self.probes}
+        return {n: float(self.values[0, c]) for c, n in enumerate(self.probes)}
+
     def longest_tail(self) -> float:
         """The judged tail of the run length the pass rule assumes."""
         total = RunPolicy.for_run(self.spec.run).reference(
@@ -124,7 +130,8 @@ class Measurement:
         x, series = self.window()
         shown = {name: y for name, y in series.items() if name not in self.hidden}
         longest = self.longest_tail()
-        verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest)
+        verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest,
+                        starts=self.starts())
         if not self.witnesses:
             return verdict
         return hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence, longest)

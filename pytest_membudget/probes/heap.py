@@ -5,6 +5,7 @@ from __future__ import annotations
 import tracemalloc
 
 from pytest_membudget.probes import Probe
+from pytest_membudget.probes.marks import TRACED_PEAK, Mark
 
 #: Frames kept per allocation while measuring; evidence reruns keep more.
 HEAP_FRAMES = 1
@@ -20,27 +21,29 @@ class HeapProbe(Probe):
 
     def start(self) -> None:
         self._started = not tracemalloc.is_tracing()
-        self._peak = 0.0
+        self._mark: Mark | None = None
         if self._started:
             tracemalloc.start(HEAP_FRAMES)  # with its peak at zero
+            self._mark = TRACED_PEAK.open()
 
     def read(self) -> float:
-        current, peak = tracemalloc.get_traced_memory()
-        if self._started and peak > self._peak:
-            self._peak = float(peak)
-        return float(current)
+        # The workload's peak since the latest sample, taken before the other probes' reads
+        # (gc_objects lists every object): they are never the workload's peak.
+        TRACED_PEAK.fold()
+        return float(tracemalloc.get_traced_memory()[0])
 
     def after_sample(self) -> None:
-        # The peak is kept per interval between samples, so that the other probes' reads
-        # (gc_objects lists every object) never count as the workload's peak.
-        if self._started:
-            tracemalloc.reset_peak()
+        if self._mark is not None:
+            TRACED_PEAK.discard()
 
     def peak(self) -> float | None:
         # A tracer someone else started has a peak from before this test: not ours to use.
-        return self._peak if self._started else None
+        return self._mark.folded if self._mark is not None else None
 
     def stop(self) -> None:
+        if self._mark is not None:
+            self._mark.close()
+            self._mark = None
         if self._started and tracemalloc.is_tracing():
             tracemalloc.stop()
         self._started = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from pytest_membudget.probes import Probe
+from pytest_membudget.probes.marks import RSS_PEAK, Mark
 from pytest_membudget.probes.procfs import ProcFile, has_procfs, libc_function
 from pytest_membudget.probes.psutil_compat import (
     rss_reader,
@@ -26,14 +27,10 @@ def release_free_memory() -> None:
         trim(0)
 
 
-def reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS mark of this process (Linux 4.0+); False where it cannot."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return False
-    return True
+def open_peak_mark() -> Mark | None:
+    """A peak-RSS mark of this process from now (the kernel's VmHWM, Linux 4.0+, shared with
+    the phases inside the run: see probes/marks.py); None where it cannot be reset."""
+    return RSS_PEAK.open()
 
 
 class RssProbe(Probe):
@@ -49,17 +46,17 @@ class RssProbe(Probe):
             release_free_memory()
 
     def peak(self) -> float | None:
-        """The kernel's high-water mark (VmHWM), reset when the probe started."""
-        if not self._hwm_reset:
-            return None
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return float(int(line.split()[1]) * 1024)
-        return None
+        """The kernel's high-water mark (VmHWM) since the probe started."""
+        return self._mark.peak() if self._mark is not None else None
 
     def start(self) -> None:
-        self._hwm_reset = self.options.get("peaks", True) and reset_peak_rss()
+        peaks = self.options.get("peaks", True)
+        # Before the run's first reading, as before the window: free memory an earlier test
+        # left would otherwise sit in the start, and a rise from it (peak - start) would
+        # read the trimmed pages as memory the run gave back. (A screen keeps no peak.)
+        if peaks and self.options.get("release_free_memory", True):
+            release_free_memory()
+        self._mark = open_peak_mark() if peaks else None
         if has_procfs():
             self._statm: ProcFile | None = ProcFile("/proc/self/statm")
             self._page = os.sysconf("SC_PAGE_SIZE")
@@ -75,6 +72,9 @@ class RssProbe(Probe):
     def stop(self) -> None:
         if self._statm is not None:
             self._statm.close()
+        if self._mark is not None:
+            self._mark.close()
+            self._mark = None
 
 
 class UssProbe(Probe):

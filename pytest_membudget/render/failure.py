@@ -29,6 +29,10 @@ def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
         )
     if outcome.kind is BudgetKind.PEAK:
         return f"{name} peaked at {fmt(name, outcome.measured)}, budget {fmt(name, limit)}"
+    if outcome.kind is BudgetKind.RISE:
+        return (f"{name} rose {fmt(name, outcome.measured)} above its start "
+                f"({fmt(name, probe.start)} -> peak {fmt(name, probe.peak)}), "
+                f"budget {fmt(name, limit)}")
     return f"{name} grew {fmt(name, outcome.measured)} after warm-up, budget {fmt(name, limit)}"
 
 

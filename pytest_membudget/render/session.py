@@ -24,12 +24,22 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
     for name, probe in data.get("probes", {}).items():
         row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
             bounds_text(name, probe.get("ci")), budget_text(name, probe.get("budgets", {})),
-            fmt(name, probe.get("peak")), str(data.get("iterations", "")), probe["verdict"])
+            peak_text(name, probe), str(data.get("iterations", "")), probe["verdict"])
         if verbose:
             row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
                     stopped_text(data.get("stopped")))
         rows.append(row)
     return rows
+
+
+def peak_text(name: str, probe: dict[str, Any]) -> str:
+    """The peak, with its rise above the run's start where a rise budget asks for it:
+    ``216 MiB (+164 MiB)``."""
+    peak = fmt(name, probe.get("peak"))
+    rise = probe.get("rise")
+    if probe.get("budgets", {}).get(BudgetKind.RISE.value) is None or rise is None:
+        return peak
+    return f"{peak} (+{fmt(name, rise)})"
 
 
 SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "iters", "verdict")

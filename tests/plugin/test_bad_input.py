@@ -17,8 +17,14 @@ def run(pytester: pytest.Pytester, source: str) -> pytest.RunResult:
     ("rss='10 XB/iter'", "rss='10 XB/iter' * unknown unit 'XB'"),
     ("iterations=0", "iterations=0 *"),
     ("iterations=-5", "iterations=-5 *"),
-    ("warmup=0", "warmup=0 * must be >= 1"),
-    ("warmup=-1", "warmup=-1 * must be >= 1"),
+    ("warmup=-1", "warmup=-1 * must be >= 0"),
+    ("rss_rise='4 KiB/iter'", "rss_rise='4 KiB/iter' * this is a slope*"),
+    ("rss_rise=-1", "rss_rise=-1 * a budget must be a finite number >= 0"),
+    ("heap_rise='lots'", "heap_rise='lots' * cannot read this as a quantity*'4 KiB'*"),
+    ("threads_rise='1 MiB'", "threads_rise='1 MiB' * unknown unit 'MiB'*"),
+    ("iter_time_rise='1 ms'", "'iter_time_rise': a rise budget limits how far*iter_time is a "
+                              "time*"),
+    ("rss_raise='1 MiB'", "unknown budget 'rss_raise' (did you mean 'rss_rise'?)*"),
     ("rss='4 KiB'", "rss='4 KiB' * this is a size, but rss is a slope budget*"),
     ("rss_peak='4 KiB/iter'", "rss_peak='4 KiB/iter' * this is a slope*"),
     ("rss=[1]", "rss=[[]1[]] * expected a number or a string*got list"),
@@ -26,7 +32,8 @@ def run(pytester: pytest.Pytester, source: str) -> pytest.RunResult:
     ("max_seconds='soon'", "max_seconds='soon' *"),
     ("children_uss='64 MiB'", "children_uss='64 MiB' in the membudget marker: this is a size, "
                               "but children_uss is a slope budget*'64 MiB/iter'*"
-                              "children_uss_peak= / children_uss_growth=*"),
+                              "children_uss_rise= / children_uss_peak= / "
+                              "children_uss_growth=*"),
     ("child_uss=0", "unknown budget 'child_uss' (did you mean 'children_uss'?)*children_uss*"),
     ("children='1 MiB/iter'", "children='1 MiB/iter' * unknown unit 'MiB'*processes*"),
 ])

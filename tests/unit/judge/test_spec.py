@@ -84,7 +84,7 @@ def test_marker_overrides_defaults_and_none_removes_one() -> None:
     ({"iterations": 0}, "iterations=0"),
     ({"iterations": -3}, "iterations=-3"),
     ({"iterations": "many"}, "iterations='many'"),
-    ({"warmup": 0}, "warmup=0 .* must be >= 1"),
+    ({"warmup": -1}, "warmup=-1 .* must be >= 0"),
     ({"warmup": 2.5}, "warmup=2.5"),
     ({"max_seconds": 0}, "max_seconds=0"),
     ({"gc": "sometimes"}, "gc='sometimes'"),
