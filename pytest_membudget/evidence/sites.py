@@ -61,7 +61,12 @@ def _by_site(snapshot: tracemalloc.Snapshot,
                 if kind[1]:
                     user = first_user(frames, _first)
                     via = (user[0], user[1]) if user is not None else None
-                entry = sites[key] = [0, 0, via, False]
+                    # A library line that this plugin called (the peak watch's readings),
+                    # where the frames tell: not the workload's.
+                    if via is None and _called_by_own(frames):
+                        sites[key] = entry = [0, 0, None, True]
+                if entry is None:
+                    entry = sites[key] = [0, 0, via, False]
         entry[0] += size
         entry[1] += 1
     return {key: entry for key, entry in sites.items() if not entry[3]}
@@ -69,6 +74,11 @@ def _by_site(snapshot: tracemalloc.Snapshot,
 
 def _first(frame: tuple[str, int]) -> str:
     return frame[0]
+
+
+def _called_by_own(frames: tuple[Any, ...]) -> bool:
+    """Whether the first frame beneath the libraries (innermost first) is this plugin's."""
+    return next((is_own(f[0]) for f in frames if not is_library(f[0])), False)
 
 
 def growing_sites(

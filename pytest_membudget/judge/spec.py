@@ -44,6 +44,31 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Ceiling:
+    """How far RSS may rise above a footprint run's start before the run is stopped (the test
+    fails, not the machine): ``multiple`` times the largest rss or uss rise budget (a peak
+    budget counts as its distance from the start), or ``size`` bytes; neither: never."""
+
+    multiple: float | None = 4.0
+    size: float | None = None
+
+    def limit(self, budgets: Iterable[Budget], rss_start: float) -> float:
+        """The RSS rise above ``rss_start`` at which to stop; inf for none."""
+        if self.size is not None:
+            return self.size
+        if self.multiple is None:
+            return math.inf
+        room = [b.limit if b.kind is BudgetKind.RISE else b.limit - rss_start
+                for b in budgets if b.probe in CEILING_PROBES and b.kind.footprint]
+        return self.multiple * max(room) if room and max(room) > 0 else math.inf
+
+
+#: The budgets whose sizes set a ceiling: RSS is what the watch reads, and the kernel kills
+#: by it; a process's USS is within it.
+CEILING_PROBES = ("rss", "uss")
+
+
+@dataclass(frozen=True)
 class RunSettings:
     iterations: int | None  # None: auto
     warmup: int
@@ -58,6 +83,8 @@ class RunSettings:
     cuda_history: bool = False
     #: Fail a test whose budget ends inconclusive.
     strict: bool = False
+    #: Where a footprint run is stopped before it takes the machine's memory.
+    ceiling: Ceiling = Ceiling()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gc", GcPolicy(self.gc))  # "off" -> OFF
@@ -274,6 +301,31 @@ def parse_device(value: object, where: str) -> str | None:
     raise SpecError(f"device={value!r} {where}: expected a device such as 'cuda:0' or 0")
 
 
+_MULTIPLE = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*[xX]\s*$")
+
+
+def parse_ceiling(value: object, where: str) -> Ceiling:
+    """'4x' (times the largest rss/uss rise or peak budget), a size of RSS rise such as
+    '8 GiB', or 'off'."""
+    if isinstance(value, Ceiling):
+        return value
+    text = str(value).strip() if isinstance(value, (str, int, float)) else ""
+    if text.lower() in ("off", "none", "false", "0"):
+        return Ceiling(multiple=None)
+    multiple = _MULTIPLE.match(text)
+    if multiple and float(multiple["num"]) >= 1:
+        return Ceiling(multiple=float(multiple["num"]))
+    try:
+        return Ceiling(multiple=None, size=parse_quantity(PROBES["rss"], BudgetKind.RISE,
+                                                          value, where))
+    except SpecError:
+        pass
+    raise SpecError(
+        f"ceiling={value!r} {where}: expected a multiple of the largest rss or uss rise or "
+        "peak budget such as '4x' (at least 1x), a size of RSS rise such as '8 GiB', or "
+        "'off'")
+
+
 #: Every run-control key, in the order of RunSettings, with the one function that reads its
 #: value: the marker's keywords, the ini keys and the command-line flags all go through it.
 RUN_PARSERS: dict[str, Callable[[object, str], Any]] = {
@@ -288,6 +340,7 @@ RUN_PARSERS: dict[str, Callable[[object, str], Any]] = {
     "device": parse_device,
     "cuda_history": lambda value, where: parse_bool("cuda_history", value, where),
     "strict": lambda value, where: parse_bool("strict", value, where),
+    "ceiling": parse_ceiling,
 }
 RUN_KEYS = tuple(RUN_PARSERS)
 

@@ -23,12 +23,13 @@ from pytest_membudget.judge.fit import trend
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict, judge, native_watch, unsettle, witnesses
+from pytest_membudget.measure import footprint
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.stride import Stride
 from pytest_membudget.probes import Probe
-from pytest_membudget.vocabulary import Phase, StopReason
+from pytest_membudget.vocabulary import Phase, Status, StopReason
 
 Sample = Callable[[int, float], None]
 
@@ -81,19 +82,35 @@ def measure(
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
     m.started = time.perf_counter()
-    probe_set.start()
+    watch = footprint.watch_for(spec)
+    if watch is not None:
+        watch.prepare()
     try:
+        probe_set.start()
+    except BaseException:
+        if watch is not None:
+            watch.stop()
+        raise
+    try:
+        if watch is not None:  # after the probes' start (a trim, a reset), before the first sample
+            footprint.start_watch(watch, spec)
         iteration, stride = yield from _warm_up(m, sample, policy)
         collection.open_window()
         probe_set.before_window()
         iteration = yield from _window(m, sample, rebase, stride, policy, iteration)
         m.source_peaks.update(probe_set.peaks())
+        if watch is not None:
+            m.watched, watch = watch.stop(), None
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
+            m.peak_evidence = yield from footprint.peak_evidence(
+                m, iteration + m.evidence.get("iterations", 0))
     finally:
+        if watch is not None:
+            m.watched = watch.stop()
         collection.release()
         probe_set.stop()
         m.seconds = time.perf_counter() - m.started
@@ -188,7 +205,12 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     """After a failing window: what the failing probes' sources tell, and a few more
     iterations traced to show what grew."""
     assert m.verdict is not None
-    failing = {name for name, p in m.verdict.probes.items() if p.failed}
+    # Growth only: a failing peak or rise gets the evidence at the peak (measure/footprint.py).
+    failing = {name for name, p in m.verdict.probes.items()
+               if any(o.status is Status.FAIL and not o.budget.kind.footprint
+                      for o in p.outcomes)}
+    if not failing:
+        return {}
     evidence = probe_set.evidence(failing)
     m.phase = Phase.EVIDENCE
     slopes = {name: m.verdict.probes[name].trend.slope for name in failing}

@@ -111,6 +111,9 @@ class MembudgetResult:
     window_start: int = 0
     #: What the budgets could not see but the run did (native_note): never a failure.
     notes: list[dict[str, Any]] = field(default_factory=list)
+    #: After a failing peak or rise budget: what was alive at the peak and what kind of
+    #: memory it was (evidence/peak.py).
+    peak_evidence: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[BudgetOutcome]:
@@ -146,6 +149,7 @@ class MembudgetResult:
             "failures": [o.to_dict() for o in self.failures],
             "inconclusive": [u.to_dict() for u in self.unsettled],
             "evidence": self.evidence_data,
+            "peak_evidence": self.peak_evidence,
             "notes": list(self.notes),
             "settings": dict(self.settings),
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
@@ -158,6 +162,22 @@ class BudgetExceeded(AssertionError):
     def __init__(self, message: str, result: MembudgetResult | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+class FootprintRunaway(BudgetExceeded):
+    """Raised inside the workload by the peak watch (measure/watch.py) when the RSS rise
+    passed its hard ceiling: the test fails before the machine runs out of memory. It is
+    raised by class, so it carries what the watch saw in :attr:`pending` (the plugin turns
+    it into the failure's text)."""
+
+    #: What the watch saw when it stopped the workload (set just before it raised).
+    pending: dict[str, Any] = {}  # noqa: RUF012 - one stop at a time, read by the edge
+
+    def __init__(self, message: str = "", result: MembudgetResult | None = None) -> None:
+        self.seen = dict(FootprintRunaway.pending)
+        super().__init__(message or (
+            f"membudget: the workload was stopped: its RSS rose {self.seen.get('rise', 0):.0f} "
+            f"bytes, past the hard ceiling of {self.seen.get('ceiling', 0):.0f}"), result)
 
 
 def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
@@ -226,6 +246,7 @@ def build_result(m: Measurement) -> MembudgetResult:
         iterations=m.measured, warmup=m.warmup_done, stopped=stopped, seconds=m.seconds,
         probes=probes, evidence_data=m.evidence, complete=finished, settings=run,
         window_start=m.window_start, notes=native_note(m) if finished else [],
+        peak_evidence=m.peak_evidence,
     )
 
 

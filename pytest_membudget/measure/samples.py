@@ -57,6 +57,10 @@ class Measurement:
     #: A probe watched beside budgets blind to native memory (verdict.native_watch), for a
     #: note on its clear growth; "" for none.
     watch: str = ""
+    #: What the peak watch saw over the run (footprint budgets only), and the evidence at
+    #: the peak after a failing one.
+    watched: Any = None  # measure.watch.WatchReport (which imports the results above)
+    peak_evidence: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)

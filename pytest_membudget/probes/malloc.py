@@ -17,9 +17,9 @@ class _MallInfo2(ctypes.Structure):
         "fordblks", "keepcost")]
 
 
-@functools.lru_cache(maxsize=1)
-def _mallinfo2() -> Callable[[], _MallInfo2] | None:
-    function = libc_function("mallinfo2")
+@functools.lru_cache(maxsize=2)
+def _mallinfo2(keep_gil: bool = False) -> Callable[[], _MallInfo2] | None:
+    function = libc_function("mallinfo2", keep_gil=keep_gil)
     if function is None:
         return None
     function.restype = _MallInfo2

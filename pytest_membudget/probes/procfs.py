@@ -13,11 +13,19 @@ from typing import Any
 
 
 class ProcFile:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, keep_gil: bool = False) -> None:
+        """``keep_gil``: read through the C library without letting go of the GIL, into a
+        buffer made here (a thread that must read at the moment it got the GIL, before the
+        others run on: measure/watch.py)."""
         self.fd = os.open(path, os.O_RDONLY)
+        self._pread = _held_pread() if keep_gil else None
+        self._buffer = ctypes.create_string_buffer(8192) if self._pread is not None else None
 
     def read(self, size: int = 4096) -> bytes:
-        return os.pread(self.fd, size, 0)
+        if self._pread is None or self._buffer is None:
+            return os.pread(self.fd, size, 0)
+        got = self._pread(self.fd, self._buffer, min(size, len(self._buffer)), 0)
+        return self._buffer.raw[: max(got, 0)]
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -29,18 +37,20 @@ def has_procfs() -> bool:
     return os.path.exists("/proc/self/statm")
 
 
-def libc_function(name: str) -> Any | None:
-    """A function of the C library on Linux (``ctypes``), or None where there is none."""
-    libc = _libc()
+def libc_function(name: str, *, keep_gil: bool = False) -> Any | None:
+    """A function of the C library on Linux (``ctypes``), or None where there is none.
+    ``keep_gil``: called without releasing the GIL (a quick call from a thread that must not
+    wait for the GIL again after it: see measure/watch.py)."""
+    libc = _libc(keep_gil)
     return None if libc is None else getattr(libc, name, None)
 
 
-@functools.lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL | None:
+@functools.lru_cache(maxsize=2)
+def _libc(keep_gil: bool = False) -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(None)
+        return ctypes.PyDLL(None) if keep_gil else ctypes.CDLL(None)
     except OSError:
         return None
 
@@ -153,3 +163,12 @@ def descendants(root: int, per_thread: bool = True) -> list[int]:
                 found.append(child)
                 stack.append(child)
     return found
+
+
+@functools.lru_cache(maxsize=1)
+def _held_pread() -> Any | None:
+    pread = libc_function("pread", keep_gil=True)
+    if pread is not None:
+        pread.restype = ctypes.c_ssize_t
+        pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
+    return pread

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
+from pytest_membudget.render.footprint import peak_lines
 from pytest_membudget.render.retention import native_lines, path_lines
 from pytest_membudget.render.session import inconclusive_reasons, note_reasons
 from pytest_membudget.render.units import fmt, short_path, sparkline, stopped_text, table
@@ -54,7 +55,8 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     reasons = failure_reasons(result)
     lines = [
         f"membudget: {len(reasons)} budget(s) exceeded in {test}",
-        f"  {result.iterations} iterations measured after {result.warmup} warm-up "
+        f"  {result.iterations} iteration{'s' if result.iterations != 1 else ''} measured "
+        f"after {result.warmup} warm-up "
         f"({stopped_text(result.stopped)}; {result.seconds:.2f} s); "
         f"bounds are one-sided at {confidence:.0%}",
     ]
@@ -65,6 +67,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines += cuda_pool_lines(result)
     lines += process_lines(result.evidence_data)
     lines += evidence_lines(result.evidence_data)
+    lines += peak_lines(result.peak_evidence)
     return "\n".join(lines)
 
 

@@ -46,8 +46,9 @@ def test_every_option_is_covered_here() -> None:
     # compare, compare_fail), test_gating_plot.py (plot).
     tested |= {"json", "json_samples", "storage", "save", "save_overwrite", "autosave",
                "compare", "compare_fail", "plot"}
-    # test_inconclusive.py reads strict from the flag, the ini key and the marker.
-    tested |= {"strict"}
+    # test_inconclusive.py reads strict from the flag, the ini key and the marker;
+    # test_footprint.py reads ceiling from the ini key, the flag and the marker.
+    tested |= {"strict", "ceiling"}
     # The sweep's keys: test_sweep_repeats.py (sweep, its ini key and bad values;
     # sweep_screen), test_sweep_neighbours.py (sweep_seconds).
     tested |= {"sweep", "sweep_seconds", "sweep_screen"}
@@ -272,7 +273,9 @@ def test_disable_runs_once_without_measuring(pytester: pytest.Pytester, how: str
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("iterations", "zero", "iterations='zero' from ini key membudget_iterations"),
-    ("warmup", "0", "warmup='0' from ini key membudget_warmup"),
+    ("warmup", "-1", "warmup='-1' from ini key membudget_warmup"),
+    ("ceiling", "half", "ceiling='half' from ini key membudget_ceiling*'4x'*'8 GiB'*'off'"),
+    ("ceiling", "0.5x", "ceiling='0.5x' from ini key membudget_ceiling*at least 1x"),
     ("max_seconds", "-1", "max_seconds='-1' from ini key membudget_max_seconds"),
     ("gc", "always", "gc='always' from ini key membudget_gc"),
     ("budget", "rss=10 XB/iter", "rss='10 XB/iter' from ini key membudget_budget"),

@@ -1,0 +1,143 @@
+"""What a rise of resident memory is made of: the difference between two readings of
+probes/memory.py (the start, and the moment of the highest RSS) split into kinds a person can
+act on. Pure: numbers in, a plain dict out.
+
+The kinds, each a rise in bytes:
+
+- ``python``: Python objects and buffers (numpy arrays too) as tracemalloc traces them; when
+  it is not tracing, pymalloc's blocks in use (objects of 512 bytes or less), and the larger
+  ones are in ``native``;
+- ``native``: glibc's bytes in use that tracemalloc does not trace (C extensions, torch's CPU
+  tensors, ctypes), less tracemalloc's own tables;
+- ``allocator_free``: memory the allocators keep free: pymalloc's free blocks and pools, and
+  the part of glibc's free bytes that the resident pages hold;
+- ``file``: file-backed and shared pages (mapped files, np.load's mmap_mode);
+- ``stacks``: the threads' stacks, resident (their reserve is reported beside);
+- ``other``: anonymous memory none of the above accounts for (mmap by other code, another
+  allocator's arenas).
+
+Resident pages are the ground truth: glibc's free bytes include arena space never touched
+(each thread's arena starts with one), so they count only up to what the anonymous rise
+leaves; allocations never touched (malloc'd and not written) are counted in use by glibc and
+not by the kernel, and are reported as ``untouched``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+NAN = math.nan
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    """One moment's figures, in bytes (NaN where this system cannot tell)."""
+
+    rss: float
+    anon: float = NAN
+    file: float = NAN
+    shmem: float = NAN
+    threads: int = 0
+    malloc_used: float = NAN
+    malloc_free: float = NAN
+    #: Free bytes at the top of glibc's main heap that malloc_trim would hand back at once.
+    malloc_trimmable: float = NAN
+    pymalloc_used: float = NAN
+    pymalloc_free: float = NAN
+    #: tracemalloc's traced bytes and its own tables (NaN and 0 when it is not tracing).
+    traced: float = NAN
+    tracer: float = 0.0
+    stacks_resident: float = NAN
+    stacks_reserved: float = NAN
+    stacks_counted: int = 0
+    #: Memory blocks the interpreter has allocated (sys.getallocatedblocks): every object.
+    blocks: float = NAN
+
+
+KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
+#: A kind counts as what a rise is made of when it is at least this share of the rise.
+MAJOR_SHARE = 0.25
+
+
+def _delta(peak: float, start: float) -> float:
+    return peak - start if math.isfinite(peak) and math.isfinite(start) else 0.0
+
+
+def traced_rise(start: MemoryReading, peak: MemoryReading) -> float | None:
+    """tracemalloc's rise between the readings, where it traced both."""
+    if math.isfinite(peak.traced) and math.isfinite(start.traced):
+        return peak.traced - start.traced
+    return None
+
+
+def rise_kinds(start: MemoryReading, peak: MemoryReading,
+               traced: float | None = None) -> tuple[dict[str, float], float]:
+    """The rise from ``start`` to ``peak`` by kind, and the bytes allocated but not resident.
+    ``traced``: tracemalloc's rise at the peak, from a traced rerun of the same work where the
+    readings were taken untraced (tracing changes what it measures: its own tables are as
+    large as the objects of a heap of small ones); by default the readings' own."""
+    if traced is None:
+        traced = traced_rise(start, peak)
+    tracer = _delta(peak.tracer, start.tracer)
+    small = _delta(peak.pymalloc_used, start.pymalloc_used)
+    malloc_rise = _delta(peak.malloc_used, start.malloc_used) - tracer
+    python = small if traced is None else traced
+    anon_rise = _delta(peak.anon, start.anon)
+    if traced is not None and math.isfinite(peak.anon):
+        # From another run (the traced rerun): never more than this run's anonymous rise.
+        python = min(python, max(anon_rise - tracer - _delta(peak.stacks_resident,
+                                                             start.stacks_resident), 0.0))
+    # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
+    # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
+    if traced is None:
+        in_malloc = 0.0
+    elif math.isfinite(small):
+        in_malloc = min(max(traced - small, 0.0), max(malloc_rise, 0.0))
+    else:
+        in_malloc = min(max(traced, 0.0), max(malloc_rise, 0.0))
+    native = malloc_rise - in_malloc
+    pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
+    stacks = _delta(peak.stacks_resident, start.stacks_resident)
+    file = _delta(peak.file, start.file) + _delta(peak.shmem, start.shmem)
+    anon = _delta(peak.anon, start.anon) if math.isfinite(peak.anon) else (
+        _delta(peak.rss, start.rss) - file)
+    # tracemalloc's tables are resident too, and not the workload's.
+    rest = anon - tracer - stacks - python - native - pymalloc_free
+    untouched = 0.0
+    if rest < 0 and native > 0:
+        untouched = min(-rest, native)
+        native -= untouched
+        rest += untouched
+    glibc_free = min(max(_delta(peak.malloc_free, start.malloc_free), 0.0), max(rest, 0.0))
+    # What the estimates overshoot by (each figure from its own source) is no kind of memory.
+    kinds = {"python": python, "native": native, "allocator_free": pymalloc_free + glibc_free,
+             "file": file, "stacks": stacks, "other": max(rest - glibc_free, 0.0)}
+    return kinds, untouched
+
+
+def composition(start: MemoryReading, peak: MemoryReading,
+                traced: float | None = None) -> dict[str, Any]:
+    """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
+    person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
+    ``traced``: as for :func:`rise_kinds`."""
+    own = traced_rise(start, peak)
+    kinds, untouched = rise_kinds(start, peak, traced)
+    dominant = max(KINDS, key=lambda kind: kinds[kind])
+    rise = peak.rss - start.rss
+    found: dict[str, Any] = {
+        "rss_start": start.rss, "rss_peak": peak.rss, "rise": rise,
+        "kinds": {kind: round(kinds[kind]) for kind in KINDS},
+        "dominant": dominant,
+        "major": [kind for kind in KINDS if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise],
+        "traced": traced is not None or own is not None,
+        "threads": [start.threads, peak.threads],
+    }
+    if untouched > 0:
+        found["untouched"] = round(untouched)
+    if math.isfinite(peak.stacks_reserved):
+        found["stacks_reserved"] = round(_delta(peak.stacks_reserved, start.stacks_reserved))
+    if math.isfinite(peak.malloc_trimmable):
+        found["malloc_trimmable"] = round(peak.malloc_trimmable)
+    return found

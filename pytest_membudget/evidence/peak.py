@@ -1,0 +1,199 @@
+"""Evidence at the peak: what was alive at a footprint's highest point, by the line that
+allocated it, and whether it outlived the call; with what the memory was made of.
+
+A peak is not growth: growth evidence asks what grew between calls, this asks what one call
+held at its highest. Its sources:
+
+- the peak watch of the measured run (measure/watch.py): the line running while RSS rose
+  (every kind of memory, untraced, at no extra run) and the composition at the highest moment;
+- one rerun of the call under tracemalloc (:class:`PeakCensus`): its traces copied at the
+  traced peak, as the watch's thread sees it rise, and again when the call returned; the
+  difference per line says retained or transient. Tracing costs several microseconds per
+  allocation, so the rerun is left out when the measured peak held more new interpreter
+  blocks than CENSUS_BLOCKS (a million small dicts): the rise by line then stands alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import tracemalloc
+from collections.abc import Generator
+from typing import Any
+
+from pytest_membudget.evidence.composition import MemoryReading, composition
+from pytest_membudget.evidence.frames import source_line
+from pytest_membudget.evidence.sites import _by_site
+
+#: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
+#: to the user's line that called them.
+CENSUS_FRAMES = 12
+#: New interpreter blocks at the measured peak above which the traced rerun is left out
+#: (tracing costs 2 to 4 us per allocation at CENSUS_FRAMES: about a second here).
+CENSUS_BLOCKS = 250_000
+#: The census copies the traces again when tracemalloc's bytes passed its last copy by this
+#: factor: a rise in steps costs a few copies, and the copy kept is within this of the peak.
+CENSUS_GROWTH = 1.15
+#: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
+#: rise (and under SMALL_LINE_BYTES).
+TOP_LINES = 8
+SMALL_LINE = 0.01
+SMALL_LINE_BYTES = 64 * 1024
+#: Share of a line's bytes at the peak that, still alive when the call returned, makes it
+#: retained (and below the other share, transient).
+RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
+
+
+class PeakCensus:
+    """tracemalloc's traces at the highest traced total the watch's thread saw (``tick`` is
+    called from there at every reading), and the seconds those copies took."""
+
+    def __init__(self) -> None:
+        self.best = 0.0
+        self.snapshot: tracemalloc.Snapshot | None = None
+        self.seconds = 0.0
+        self.copies = 0
+
+    def tick(self) -> None:
+        if not tracemalloc.is_tracing():
+            return
+        current = float(tracemalloc.get_traced_memory()[0])
+        if current <= self.best * CENSUS_GROWTH or current <= 0:
+            return
+        began = time.perf_counter()
+        snapshot = tracemalloc.take_snapshot()
+        self.snapshot, self.best = snapshot, current
+        self.copies += 1
+        self.seconds += time.perf_counter() - began
+
+
+def census_wanted(start: MemoryReading, peak: MemoryReading) -> bool:
+    """Whether the traced rerun is worth its cost: few enough new interpreter blocks at the
+    measured peak."""
+    blocks = peak.blocks - start.blocks
+    return not math.isfinite(blocks) or blocks <= CENSUS_BLOCKS
+
+
+def traced_call(iteration: int, census: PeakCensus) -> Generator[int, None, dict[str, Any]]:
+    """One more call of the workload under tracemalloc (CENSUS_FRAMES deep); the census fills
+    in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
+    what was left of each when the call returned, and the traced peak's bytes."""
+    own = not tracemalloc.is_tracing()
+    if own:
+        tracemalloc.start(CENSUS_FRAMES)
+    try:
+        began = tracemalloc.get_traced_memory()[0]
+        yield iteration
+        census.tick()
+        end = tracemalloc.take_snapshot()
+    finally:
+        if own:
+            tracemalloc.stop()
+    if census.snapshot is None:
+        return {"lines": [], "traced": 0.0}
+    kinds: dict[str, tuple[bool, bool]] = {}
+    at_peak = _by_site(census.snapshot, kinds)
+    left = _by_site(end, kinds)
+    census.snapshot = None
+    lines = []
+    for site, (size, count, via, _) in at_peak.items():
+        kept = min(left[site][0], size) if site in left else 0
+        lines.append(_line(site, size, count, via, kept))
+    lines.sort(key=lambda line: line["bytes"], reverse=True)
+    return {"lines": lines, "traced": max(census.best - began, 0.0),
+            "copies": census.copies, "copy_seconds": round(census.seconds, 6)}
+
+
+def _line(site: tuple[str, int], size: int, count: int, via: tuple[str, int] | None,
+          kept: int) -> dict[str, Any]:
+    line: dict[str, Any] = {"file": site[0], "line": site[1], "bytes": size, "count": count,
+                            "retained": kept, "state": state(size, kept), "source": "traced"}
+    if via is not None:
+        line.update(via_file=via[0], via_line=via[1])
+    return line
+
+
+def state(size: float, kept: float) -> str:
+    """retained, transient or partly retained: how much of a line's bytes at the peak was
+    still alive when the call returned."""
+    if size <= 0 or kept >= RETAINED_SHARE * size:
+        return "retained"
+    return "transient" if kept <= TRANSIENT_SHARE * size else "partly retained"
+
+
+def user_line(line: dict[str, Any]) -> tuple[str, int]:
+    """The user's own line of an entry: the caller beneath a library's line, else its own."""
+    if line.get("via_file"):
+        return line["via_file"], line["via_line"]
+    return line["file"], line["line"]
+
+
+def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One list by the user's line: the census's entries (exact bytes of what tracemalloc
+    saw alive at the peak), and the watch's (how much RSS rose while the line ran: every kind
+    of memory, native and mapped too). A line in both shows the larger figure, with both;
+    largest first."""
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    # Several library lines under one user line (numpy's ones: empty, then copyto) are one
+    # entry, shown with the largest of them (``traced`` comes largest first).
+    for entry in traced:
+        found = merged.get(user_line(entry))
+        if found is None:
+            merged[user_line(entry)] = {**entry, "traced_bytes": entry["bytes"]}
+            continue
+        for field in ("bytes", "count", "retained", "traced_bytes"):
+            found[field] += entry["bytes"] if field == "traced_bytes" else entry[field]
+        found["state"] = state(found["traced_bytes"], found["retained"])
+    for entry in rose:
+        if "file" not in entry:
+            continue
+        where = (entry["file"], entry["line"])
+        known = merged.get(where)
+        if known is None:
+            new = merged[where] = {"file": entry["file"], "line": entry["line"],
+                                   "bytes": entry["bytes"], "rose_bytes": entry["bytes"],
+                                   "source": "rose", "function": entry.get("function", "")}
+            if entry.get("inner_file"):
+                new.update(inner_file=entry["inner_file"], inner_line=entry["inner_line"])
+            continue
+        known["rose_bytes"] = entry["bytes"]
+        known["bytes"] = max(known["bytes"], entry["bytes"])
+    return sorted(merged.values(), key=lambda entry: entry["bytes"], reverse=True)
+
+
+def shown(lines: list[dict[str, Any]], rise: float,
+          top: int = TOP_LINES) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The first ``top`` lines that hold a part of the rise worth naming (SMALL_LINE), with
+    their source text, and how many and how much the rest add up to."""
+    least = max(SMALL_LINE_BYTES, SMALL_LINE * rise) if math.isfinite(rise) else 0.0
+    head = [entry for entry in lines[:top] if entry["bytes"] >= least] or lines[:1]
+    for entry in head:
+        entry.setdefault("code", source_line(entry["file"], entry["line"]))
+        if entry.get("via_file"):
+            entry.setdefault("via_code", source_line(entry["via_file"], entry["via_line"]))
+    rest = lines[len(head):]
+    return head, {"lines": len(rest), "bytes": int(sum(entry["bytes"] for entry in rest))}
+
+
+def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
+                end: MemoryReading, rose: list[dict[str, Any]],
+                census: dict[str, Any] | None) -> dict[str, Any]:
+    """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
+    the lines (merged), the composition at the measured peak and what was left of it at the
+    call's end, and how close the census came to the traced peak."""
+    traced_lines = census["lines"] if census else []
+    traced = census["traced"] if census else None
+    head, rest = shown(merge(traced_lines, rose), rise)
+    report: dict[str, Any] = {
+        "probe": probe, "rise": rise, "lines": head, "more": rest,
+        "composition": composition(start, peak, traced),
+        "left": composition(start, end, None)["kinds"],
+    }
+    if census is not None:
+        report["census"] = {
+            "traced_peak": traced, "captured": int(sum(e["bytes"] for e in traced_lines)),
+            "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0)}
+    else:
+        report["census"] = {"skipped_blocks": int(peak.blocks - start.blocks)
+                            if math.isfinite(peak.blocks - start.blocks) else None}
+    return report

@@ -1,0 +1,95 @@
+"""The footprint side of a run: the peak watch around a run with ``_peak`` or ``_rise``
+budgets, and the evidence at the peak when one of them fails (evidence/peak.py says what it
+holds)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from pytest_membudget.evidence.peak import PeakCensus, census_wanted, peak_report, traced_call
+from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.measure.samples import Measurement
+from pytest_membudget.measure.watch import PeakWatch, WatchReport
+from pytest_membudget.vocabulary import Status
+
+#: Points of the timeline kept in the evidence (for the plot).
+TIMELINE_POINTS = 400
+
+
+def footprint_budgets(spec: BudgetSpec) -> bool:
+    return any(b.kind.footprint for b in spec.budgets)
+
+
+def watch_for(spec: BudgetSpec) -> PeakWatch | None:
+    """A peak watch for a run with footprint budgets (its ceiling set once it has read the
+    start), else None: a run that judges growth only pays nothing for it."""
+    if not footprint_budgets(spec):
+        return None
+    return PeakWatch()
+
+
+def start_watch(watch: PeakWatch, spec: BudgetSpec) -> None:
+    """Begin ``watch`` (prepared already, or here) and set its ceiling from the spec's
+    budgets and the RSS it started at."""
+    if not watch.prepared:
+        watch.prepare()
+    watch.begin()
+    watch.ceiling = spec.run.ceiling.limit(spec.budgets, watch.start_rss)
+    watch.budget = {"multiple": spec.run.ceiling.multiple, "size": spec.run.ceiling.size}
+
+
+def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
+    """(probe, rise) of each probe whose peak or rise budget failed, largest rise first."""
+    if m.verdict is None:
+        return []
+    starts = m.starts()
+    found = []
+    for name, judgement in m.verdict.probes.items():
+        if any(o.status is Status.FAIL and o.budget.kind.footprint for o in judgement.outcomes):
+            found.append((name, judgement.peak - starts.get(name, float("nan"))))
+    return sorted(found, key=lambda entry: -entry[1] if entry[1] == entry[1] else 0.0)
+
+
+def peak_evidence(m: Measurement, iteration: int) -> Generator[int, None, dict[str, Any]]:
+    """After a failing footprint budget: the measured run's watch (rise by line,
+    composition at its peak), and, where it is affordable, one traced rerun of the call for
+    what tracemalloc saw alive at the peak (evidence/peak.py)."""
+    began = time.perf_counter()
+    seen = m.watched
+    failing = failing_footprint(m)
+    if seen is None or not failing:
+        return {}
+    census = None
+    if census_wanted(seen.start, seen.peak):
+        counter = PeakCensus()
+        watch = PeakWatch(ticks=[counter.tick])
+        start_watch(watch, m.spec)
+        try:
+            census = yield from traced_call(iteration, counter)
+        finally:
+            watch.stop()
+    probe, rise = failing[0]
+    report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census)
+    report["timeline"] = timeline(seen)
+    report["peak_at"] = round(seen.peak_at, 6)
+    report["seconds"] = round(time.perf_counter() - began, 6)
+    return report
+
+
+def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:
+    """The watch's timeline (seconds, RSS, traced bytes) thinned to about ``points`` points,
+    each the highest RSS of its stretch (a plot must not lose the peak)."""
+    rows = seen.timeline
+    if not len(rows):
+        return {"seconds": [], "rss": [], "traced": []}
+    step = max(1, -(-len(rows) // points))
+    picked = [int(start + np.argmax(rows[start:start + step, 1]))
+              for start in range(0, len(rows), step)]
+    kept = rows[picked]
+    return {"seconds": [round(float(v), 6) for v in kept[:, 0]],
+            "rss": [float(v) for v in kept[:, 1]],
+            "traced": [float(v) for v in kept[:, 2]]}

@@ -1,0 +1,307 @@
+"""The peak watch: a thread that reads the process's RSS every millisecond while a footprint is
+measured (a run with a ``_peak`` or ``_rise`` budget, a phase, the evidence's rerun).
+
+Sampling between calls cannot see a peak inside one; the kernel's high-water mark sees its
+height but not what it was made of. At each new high the watch notes the line the measured
+thread is running (the rise is attributed to it: "memory rose while this line ran"), and
+every few percent of the rise it reads what the memory is made of (probes/memory.py), so the
+last reading is the composition at the highest moment it saw. When the rise passes a hard
+ceiling it stops the workload with an exception raised in the measured thread, before the
+kernel's OOM killer takes the machine.
+
+It needs the GIL to run: while the measured thread runs Python it gets it within the
+interpreter's switch interval (5 ms); C code that releases the GIL (numpy's large loops,
+torch's ops, ctypes calls, file reads) leaves it free to run; C code that holds it (one
+json.loads, one bytes concatenation) is seen after it returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_membudget.evidence.composition import MemoryReading
+from pytest_membudget.evidence.frames import is_own, is_user_frame, source_line
+from pytest_membudget.measure.results import FootprintRunaway
+from pytest_membudget.probes.memory import MemoryReader
+from pytest_membudget.probes.procfs import ProcFile, has_procfs
+
+#: Seconds between readings.
+INTERVAL = 0.001
+#: A rise is attributed to the running line in steps of at least this much.
+RISE_STEP = 64 * 1024
+#: What the memory is made of is read again once RSS passed the last reading by this share
+#: of the rise so far (at least LEAST_COMPOSITION_STEP): the last reading is within a few
+#: percent of the highest moment, and a rise of gigabytes takes a few dozen readings.
+COMPOSITION_SHARE = 0.05
+LEAST_COMPOSITION_STEP = 256 * 1024
+#: Rows of the timeline (seconds, RSS, traced bytes); a longer watch keeps every other row.
+TIMELINE_ROWS = 2048
+#: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
+#: for the GIL after each read, while the workload runs Python.
+SWITCH_INTERVAL = 0.0002
+#: Seconds between two stops of a workload that is still above the ceiling (code that
+#: catches every exception swallows the first).
+REFIRE_SECONDS = 0.05
+
+
+@dataclass
+class WatchReport:
+    """What the watch saw: the readings at its start, at the highest moment it read, and at
+    its end; the rise by the line that ran; the timeline; whether it stopped the workload."""
+
+    start: MemoryReading
+    peak: MemoryReading
+    end: MemoryReading
+    #: The highest RSS read (the composition's reading is within a step of it).
+    highest: float
+    seconds: float
+    #: Per line that ran while RSS rose: bytes of the rise, largest first.
+    rose: list[dict[str, Any]]
+    timeline: npt.NDArray[np.float64]
+    #: Seconds from the start to the highest reading.
+    peak_at: float = math.nan
+    stopped: bool = False
+    samples: int = 0
+
+
+@dataclass
+class _Line:
+    bytes: float = 0.0
+    frames: tuple[Any, ...] = ()
+
+
+@dataclass
+class PeakWatch:
+    """``ceiling``: the RSS rise above the start at which the workload is stopped (inf: never).
+    ``ticks``: called from the watch's thread at every reading (the evidence's census)."""
+
+    ceiling: float = math.inf
+    ticks: list[Callable[[], None]] = field(default_factory=list)
+    #: What the runaway's failure says beside the figures (the budget that set the ceiling).
+    budget: dict[str, Any] = field(default_factory=dict)
+
+    def start(self) -> None:
+        """Begin watching the calling thread (:meth:`prepare`, then :meth:`begin`)."""
+        self.prepare()
+        self.begin()
+
+    def prepare(self) -> None:
+        """Everything the watch allocates, and its thread, before the run's probes start:
+        tracemalloc (a heap budget) then never sees them, and the thread's stack is in the
+        start of every other probe."""
+        self._target = threading.get_ident()
+        self._reader = MemoryReader()
+        self._reader.refresh_stacks()
+        self._lines: dict[tuple[Any, ...], _Line] = {}
+        self._timeline = np.zeros((TIMELINE_ROWS, 3))
+        self._rows = 0
+        self._every = 1
+        self._samples = 0
+        self._fired = -math.inf
+        self._stopped = False
+        self._halt = threading.Event()
+        self._begin = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="membudget-peak-watch",
+                                        daemon=True)
+        self._thread.start()
+        self._switch = sys.getswitchinterval()
+
+    def begin(self) -> None:
+        """Read the start and let the watch's thread read on."""
+        self._start = self._peak = self._reader.read()
+        self._highest = self._start.rss
+        self._peak_at = 0.0
+        # Each read of /proc lets go of the GIL, and the watch waits for it again: within
+        # the default 5 ms that is tens of milliseconds a reading while the workload runs
+        # Python. Restored at the end.
+        sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
+        self._began = time.perf_counter()
+        self._begin.set()
+
+    @property
+    def prepared(self) -> bool:
+        return hasattr(self, "_thread")
+
+    @property
+    def start_rss(self) -> float:
+        return self._start.rss
+
+    def stop(self) -> WatchReport:
+        """Stop watching; the report."""
+        self._halt.set()
+        began = self._begin.is_set()
+        self._begin.set()
+        self._thread.join()
+        sys.setswitchinterval(self._switch)
+        if not began:  # stopped before it began (a probe could not start)
+            self._start = self._peak = self._reader.read(stacks=False)
+            self._highest, self._peak_at, self._began = self._start.rss, 0.0, time.perf_counter()
+        end = self._reader.read()
+        self._reader.close()
+        return WatchReport(
+            start=self._start, peak=self._peak, end=end, highest=self._highest,
+            seconds=time.perf_counter() - self._began, rose=self._rose(),
+            timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
+            stopped=self._stopped, samples=self._samples)
+
+    # -- the watch's thread -----------------------------------------------------------------
+
+    def _watch(self) -> None:
+        self._begin.wait()
+        if self._halt.is_set():
+            return
+        read_rss = _rss_reader()
+        start = self._start.rss
+        attributed = start
+        next_reading = start + LEAST_COMPOSITION_STEP
+        traced = _traced_reader()
+        sleep, clock, halted = time.sleep, time.perf_counter, self._halt.is_set
+        try:
+            while not halted():
+                sleep(INTERVAL)
+                # The moment the GIL came back: RSS, the running line and, at a new step of
+                # the rise, the raw figures, before anything else (see MemoryReader.capture).
+                rss = read_rss()
+                if rss > self._highest:
+                    where = self._frames() if rss - attributed >= RISE_STEP else None
+                    taken = self._reader.capture() if rss >= next_reading else None
+                    self._highest, self._peak_at = rss, clock() - self._began
+                    if where is not None:
+                        self._attribute(where, rss - attributed)
+                        attributed = rss
+                    if taken is not None:
+                        self._peak = self._reader.reading(taken)
+                        self._reader.refresh_stacks()
+                        next_reading = rss + max(LEAST_COMPOSITION_STEP,
+                                                 COMPOSITION_SHARE * (rss - start))
+                now = clock() - self._began
+                self._samples += 1
+                self._record(now, rss, traced())
+                for tick in self.ticks:
+                    tick()
+                if rss - start > self.ceiling and now - self._fired > REFIRE_SECONDS:
+                    self._stop_workload(rss, now)
+        finally:
+            read_rss.close()
+
+    def _record(self, now: float, rss: float, traced: float) -> None:
+        if self._samples % self._every:
+            return
+        if self._rows == TIMELINE_ROWS:
+            half = TIMELINE_ROWS // 2
+            self._timeline[:half] = self._timeline[::2]
+            self._rows, self._every = half, self._every * 2
+        self._timeline[self._rows] = (now, rss, traced)
+        self._rows += 1
+
+    def _frames(self) -> tuple[Where | None, Where | None]:
+        """Where the measured thread is: its innermost frame and its first frame of the
+        user's own code, read now (a frame's line moves on with the workload)."""
+        frame = sys._current_frames().get(self._target)
+        inner = _where(frame)
+        while frame is not None and not is_user_frame(frame.f_code.co_filename):
+            frame = frame.f_back
+        return inner, _where(frame)
+
+    def _attribute(self, where: tuple[Where | None, Where | None], amount: float) -> None:
+        inner, user = where
+        key = (user, inner)
+        line = self._lines.get(key)
+        if line is None:
+            line = self._lines[key] = _Line(frames=key)
+        line.bytes += amount
+
+    def _stop_workload(self, rss: float, now: float) -> None:
+        """Raise FootprintRunaway in the measured thread, unless it is in this plugin's own
+        code (its bookkeeping between calls), where the next reading tries again."""
+        inner, _ = self._frames()
+        if inner is None or is_own(inner[0]):
+            return
+        FootprintRunaway.pending = {
+            "rise": rss - self._start.rss, "ceiling": self.ceiling, "rss_start": self._start.rss,
+            "rss": rss, "seconds": now, "rose": self._rose(), **self.budget}
+        self._fired = now
+        self._stopped = True
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target),
+                                                   ctypes.py_object(FootprintRunaway))
+
+    def _rose(self) -> list[dict[str, Any]]:
+        lines = sorted(self._lines.values(), key=lambda line: line.bytes, reverse=True)
+        return [_describe(line) for line in lines]
+
+
+Where = tuple[str, int, str]
+
+
+def _where(frame: FrameType | None) -> Where | None:
+    if frame is None:
+        return None
+    return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+
+
+def _describe(line: _Line) -> dict[str, Any]:
+    user, inner = line.frames
+    found: dict[str, Any] = {"bytes": round(line.bytes)}
+    shown = user or inner
+    if shown is not None:
+        found.update(file=shown[0], line=shown[1], function=shown[2],
+                     code=source_line(shown[0], shown[1]))
+    if inner is not None and user is not None and inner[:2] != user[:2]:
+        found.update(inner_file=inner[0], inner_line=inner[1], inner_function=inner[2])
+    return found
+
+
+class _Statm:
+    """RSS from /proc/self/statm, read without letting go of the GIL (probes/procfs.py).
+    After a long call that held the GIL (json.loads of a large text) the watch gets it back
+    at the interpreter's next check, with the call's result still alive; a read that let go
+    of it again would let the workload run on, and free the result, before the figure is
+    taken."""
+
+    def __init__(self) -> None:
+        self._file = ProcFile("/proc/self/statm", keep_gil=True)
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def __call__(self) -> float:
+        return float(int(self._file.read(128).split()[1]) * self._page)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _PsutilRss:
+    def __init__(self) -> None:
+        from pytest_membudget.probes.psutil_compat import rss_reader, this_process
+
+        self._read = rss_reader(this_process())
+
+    def __call__(self) -> float:
+        return float(self._read())
+
+    def close(self) -> None:
+        pass
+
+
+def _rss_reader() -> _Statm | _PsutilRss:
+    return _Statm() if has_procfs() else _PsutilRss()
+
+
+def _traced_reader() -> Callable[[], float]:
+    import tracemalloc
+
+    def read() -> float:
+        return float(tracemalloc.get_traced_memory()[0]) if tracemalloc.is_tracing() else 0.0
+
+    return read

@@ -1,0 +1,178 @@
+"""Text for a footprint: the evidence at a failing peak (what was alive, what kind of memory
+it was, what to do about it), the phases' table, and a runaway that was stopped. Reads the
+plain dicts of results; decides nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
+from pytest_membudget.render.units import fmt, short_path, table
+
+KIND_NAMES = {
+    "python": "Python objects",
+    "native": "native heap in use",
+    "allocator_free": "allocators' free memory",
+    "file": "mapped files",
+    "stacks": "thread stacks",
+    "other": "other anonymous memory",
+}
+STATES = {
+    "transient": "transient (freed before the call returned)",
+    "retained": "retained (still alive when the call returned)",
+    "partly retained": "partly retained",
+}
+
+
+def size(value: float | None) -> str:
+    return fmt("rss", value)
+
+
+def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
+    """'Python objects 153 MiB (99%), native heap in use 0 B, ...', largest first."""
+    parts = []
+    for kind, value in sorted(kinds.items(), key=lambda item: -item[1]):
+        share = f" ({value / rise:.0%})" if rise and rise > 0 and value > 0 else ""
+        parts.append(f"{KIND_NAMES.get(kind, kind)} {size(value)}{share}")
+    return ", ".join(parts)
+
+
+def composition_lines(found: dict[str, Any], left: dict[str, float] | None = None,
+                      indent: str = "  ") -> list[str]:
+    """The rise by kind, what was left of each when the call returned, and what to do about
+    the large ones."""
+    rise = found.get("rise")
+    untraced = "" if found.get("traced") else (
+        " (tracemalloc off: numpy arrays and objects over 512 B count in the native heap)")
+    lines = [f"{indent}what the rise was made of{untraced}:",
+             f"{indent}  {kinds_line(found.get('kinds', {}), rise)}"]
+    if left is not None:
+        kept = {kind: value for kind, value in left.items() if abs(value) >= 64 * 1024}
+        lines.append(f"{indent}  left when the call returned: "
+                     + (kinds_line(kept) if kept else "nothing over 64 KiB"))
+    lines += [f"{indent}{advice}" for advice in remedies(found)]
+    return lines
+
+
+def remedies(found: dict[str, Any]) -> list[str]:
+    """What to do about each kind that makes up a large share of the rise."""
+    advice = []
+    major = found.get("major", [])
+    kinds = found.get("kinds", {})
+    if "allocator_free" in major:
+        advice.append(f"  free memory the allocators keep ({size(kinds['allocator_free'])}): "
+                      f"fragmentation; try {FRAGMENTATION_REMEDIES}")
+    if "file" in major:
+        advice.append(f"  mapped files ({size(kinds['file'])}): page cache, which the kernel "
+                      "reclaims under pressure and reads again on use; budget uss or "
+                      "tree_pss for memory that cannot be reclaimed")
+    if found.get("stacks_reserved"):
+        advice.append(f"  thread stacks: {size(found['stacks_reserved'])} reserved, "
+                      f"{size(kinds.get('stacks', 0))} resident ({found['threads'][0]} -> "
+                      f"{found['threads'][1]} threads): reserved is not resident")
+    if found.get("untouched"):
+        advice.append(f"  {size(found['untouched'])} was allocated but never touched (not "
+                      "resident): tools that count allocations count it, RSS does not")
+    return advice
+
+
+def line_text(entry: dict[str, Any]) -> list[str]:
+    """One line of the live set: the user's line, its bytes, transient or retained."""
+    if entry.get("via_file"):
+        where, code = f"{short_path(entry['via_file'])}:{entry['via_line']}", entry.get(
+            "via_code", "")
+        inner = f"{short_path(entry['file'])}:{entry['line']}"
+    else:
+        where, code = f"{short_path(entry['file'])}:{entry['line']}", entry.get("code", "")
+        inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
+                 if entry.get("inner_file") else "")
+    if entry.get("source") == "rose":
+        head = (f"    {where}: RSS rose {size(entry['bytes'])} while it ran (tracemalloc saw "
+                "no allocation there: native, mapped or allocator memory)")
+    else:
+        blocks = entry.get("count", 0)
+        head = (f"    {where}: {size(entry.get('traced_bytes', entry['bytes']))} in {blocks} block"
+                f"{'s' if blocks != 1 else ''}, {STATES.get(entry.get('state', ''), '')}")
+        if entry.get("rose_bytes", 0) > 1.5 * entry.get("traced_bytes", entry["bytes"]):
+            head += f"; RSS rose {size(entry['rose_bytes'])} while it ran"
+    lines = [head]
+    if code:
+        lines.append(f"        {code}")
+    if inner:
+        lines.append(f"        allocated in {inner}")
+    return lines
+
+
+def peak_lines(evidence: dict[str, Any]) -> list[str]:
+    """The evidence at a failing peak."""
+    if not evidence:
+        return []
+    census = evidence.get("census", {})
+    how = ("one more call, traced" if "traced_peak" in census else
+           "from the run itself")
+    lines = ["", f"Evidence at the peak ({how}; {evidence.get('seconds', 0):.2f} s):"]
+    found = evidence.get("composition", {})
+    lines.append(f"  RSS rose {size(found.get('rise'))} ({size(found.get('rss_start'))} -> "
+                 f"{size(found.get('rss_peak'))}) at its highest reading, "
+                 f"{evidence.get('peak_at', 0):.2f} s into the run")
+    lines += composition_lines(found, evidence.get("left"))
+    entries = evidence.get("lines", [])
+    if entries:
+        lines.append("  alive at the peak, by line (tracemalloc at the traced peak; RSS while "
+                     "each line ran):")
+        for entry in entries:
+            lines += line_text(entry)
+        more = evidence.get("more", {})
+        if more.get("lines"):
+            lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
+    if "traced_peak" in census:
+        peak = census["traced_peak"] or 0
+        share = f" ({census['captured'] / peak:.0%})" if peak > 0 else ""
+        lines.append(f"  the lines above hold {size(census['captured'])} of the traced peak "
+                     f"of {size(peak)}{share}")
+    elif census.get("skipped_blocks"):
+        lines.append(f"  not traced: the peak held {census['skipped_blocks']:,} new interpreter "
+                     "blocks, too many to trace in time; the lines are where RSS rose")
+    return lines
+
+
+PHASE_HEADER = ("phase", "calls", "rise", "left at its end", "made of", "budgets", "verdict")
+
+
+def phase_lines(phases: list[dict[str, Any]]) -> list[str]:
+    """Every phase of a test in one table: how high each went, what it left, what it was
+    made of."""
+    if not phases:
+        return []
+    rows = []
+    for phase in phases:
+        found = phase.get("composition", {})
+        kinds = found.get("kinds", {})
+        major = ", ".join(KIND_NAMES.get(kind, kind) for kind in found.get("major", []))
+        rows.append((phase["name"], str(phase.get("calls", 1)), size(phase.get("rise")),
+                     size(phase.get("left")), major or ("-" if not kinds else
+                                                       KIND_NAMES.get(found.get("dominant"),
+                                                                      "")),
+                     ", ".join(phase.get("budgets", [])) or "-", phase.get("verdict", "")))
+    return ["", "  phases (RSS):", *("    " + line for line in table(rows, PHASE_HEADER))]
+
+
+def runaway_message(test: str, seen: dict[str, Any]) -> str:
+    """Why the workload was stopped: its RSS rise passed the hard ceiling."""
+    multiple = seen.get("multiple")
+    why = (f"{multiple:g}x the largest rss or uss rise or peak budget" if multiple else
+           "the ceiling set" if seen.get("size") else "the ceiling")
+    lines = [
+        f"membudget: {test} was stopped: RSS rose {size(seen.get('rise'))} above its start "
+        f"({size(seen.get('rss_start'))} -> {size(seen.get('rss'))}) after "
+        f"{seen.get('seconds', 0):.2f} s, past the hard ceiling of {size(seen.get('ceiling'))} "
+        f"({why}; set it with ceiling= in the marker or --membudget-ceiling, or 'off')",
+        "  the workload was stopped before the machine ran out of memory",
+    ]
+    rose = seen.get("rose", [])
+    if rose:
+        lines.append("  RSS rose while these lines ran:")
+        for entry in rose[:5]:
+            where = f"{short_path(entry.get('file', '?'))}:{entry.get('line', '?')}"
+            lines.append(f"    {where}: {size(entry['bytes'])}  {entry.get('code', '')}")
+    return "\n".join(lines)
