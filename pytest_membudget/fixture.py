@@ -6,12 +6,14 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.measure.phases import Phases
 from pytest_membudget.measure.results import BudgetExceeded, MembudgetResult
 from pytest_membudget.vocabulary import Phase, StopReason
 
@@ -61,6 +63,48 @@ class MemBudget:
     _awaiting: bool = field(default=False, repr=False)
     #: The async test body was started by an async plugin (see async_test).
     body_ran: bool = field(default=False, repr=False)
+    #: The test's phases (``with membudget.phase(...)``), and whether the test is running
+    #: (phases are measured only inside it).
+    phases: Phases = field(default_factory=Phases, repr=False)
+    active: bool = field(default=False, repr=False)
+    #: The peak watch stopped the workload (its RSS passed the hard ceiling).
+    runaway: bool = field(default=False, repr=False)
+
+    @contextmanager
+    def phase(self, name: str, **budgets: object) -> Generator[None, None, None]:
+        """``with membudget.phase("solve", rss_rise="2 GiB"): ...`` measures the block: how
+        far RSS (and each budgeted probe) rose above its start, what the block left at its
+        end, and what the memory was made of at its peak. Budgets are optional and named as
+        in the marker; the test fails at its end when one is exceeded, with every phase in
+        one table. A phase may hold other phases, not itself."""
+        __tracebackhide__ = True
+        if not isinstance(name, str) or not name.strip():
+            pytest.fail(f"{self.test}: membudget.phase() takes a name for the phase as its "
+                        f"first argument, a non-empty string; got {name!r}", pytrace=False)
+        if not self.active:
+            pytest.fail(f"{self.test}: membudget.phase({name!r}) was entered outside the "
+                        "test that requested the membudget fixture (after it ended, or in "
+                        "another test); a phase measures a stretch of its own test",
+                        pytrace=False)
+        if name in self.phases.open:
+            pytest.fail(f"{self.test}: membudget.phase({name!r}) was entered inside itself; "
+                        "a phase may hold other phases (with other names), not itself",
+                        pytrace=False)
+        from pytest_membudget.judge.spec import SpecError
+        from pytest_membudget.measure.phases import phase_spec, run_phase
+
+        try:
+            spec = phase_spec(self.spec, budgets, f"in membudget.phase({name!r})")
+        except SpecError as exc:
+            problem = str(exc)
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(f"{self.test}: {problem}", pytrace=False)
+        if self.disabled:
+            yield
+            return
+        yield from run_phase(name, spec, self.phases)
 
     def run(self, fn: Callable[..., object], *args: object, **kwargs: object) -> MembudgetResult:
         """Call ``fn(*args, **kwargs)`` for the warm-up and measured iterations, then judge."""

@@ -12,6 +12,7 @@ from pytest_membudget import distributed, interpreter
 from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
+from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
 from pytest_membudget.vocabulary import GcPolicy, SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
@@ -165,7 +166,8 @@ def membudget(request: pytest.FixtureRequest) -> Generator[MemBudget, None, None
             "never awaited, so nothing was measured; write `await membudget.arun(fn)`",
             pytrace=False,
         )
-    if request.node.get_closest_marker(MARKER) is not None and not state.used:
+    if (request.node.get_closest_marker(MARKER) is not None and not state.used
+            and not state.phases.rows):
         pytest.fail(
             f"{request.node.nodeid} has a membudget marker and requests the membudget fixture "
             "but never called membudget.run() or membudget.iterate(): nothing was measured",
@@ -175,14 +177,57 @@ def membudget(request: pytest.FixtureRequest) -> Generator[MemBudget, None, None
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A budgeted test's call: a workload the peak watch stopped (its RSS passed the hard
+    ceiling) fails with what the watch saw; a test whose phases exceeded a budget fails at
+    its end, with every phase in one table."""
+    __tracebackhide__ = True
+    state = item.stash.get(STATE_KEY, None)
+    if state is None:
+        return (yield)
+    state.active = True
+    try:
+        yield from _call(item, state)
+    except FootprintRunaway as stopped:
+        from pytest_membudget.render.footprint import runaway_message
+
+        state._close()  # the run's watch stops with it
+        state.runaway = True
+        seen = {**stopped.seen, "stopped_at": stopped_at(stopped)}
+        raise BudgetExceeded(runaway_message(item.nodeid, seen)) from None
+    finally:
+        state.active = False
+    if state.phases.failed:
+        from pytest_membudget.render.footprint import phases_message
+
+        raise BudgetExceeded(phases_message(item.nodeid, state.phases.to_list()))
+    return None
+
+
+def stopped_at(error: BaseException) -> dict[str, Any]:
+    """Where the workload was when it was stopped: the innermost frame of the user's own
+    code in the exception's traceback."""
+    from pytest_membudget.evidence.frames import is_user_frame, source_line
+
+    found: dict[str, Any] = {}
+    trace = error.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if is_user_frame(code.co_filename):
+            found = {"file": code.co_filename, "line": trace.tb_lineno,
+                     "function": code.co_name,
+                     "code": source_line(code.co_filename, trace.tb_lineno)}
+        trace = trace.tb_next
+    return found
+
+
+def _call(item: pytest.Item, state: MemBudget) -> Generator[None, None, None]:
     """An async budgeted test: the async plugin (pytest-asyncio, anyio) runs, in its loop,
     a coroutine function put in place of the test's: it repeats the body (marker without the
     fixture) or awaits it once, and notes that it ran. A test no plugin ran gets an error."""
     __tracebackhide__ = True
-    state = item.stash.get(STATE_KEY, None)
-    if (state is None or not isinstance(item, pytest.Function)
-            or not inspect.iscoroutinefunction(item.obj)):
-        return (yield)
+    if not isinstance(item, pytest.Function) or not inspect.iscoroutinefunction(item.obj):
+        yield
+        return
     body = item.obj
     item.obj = state.async_test(body, repeat=FIXTURE not in item.fixturenames)
     item.stash[MEASURED_ASYNC_KEY] = True
@@ -232,6 +277,9 @@ def pytest_runtest_makereport(
     if partial:
         result = state.partial_result()
     data = result.to_dict() if result is not None else None
+    if state.phases.rows:
+        data = with_phases(data, state)
+        partial = partial and state.used
     if data is not None:
         from pytest_membudget.artifacts.junit import junit_properties
 
@@ -247,7 +295,7 @@ def pytest_runtest_makereport(
             f"({data['iterations'] if data else 0} measured iterations), so nothing was judged; "
             "let the loop run to its end instead of breaking out of it"
         )
-    if partial and data is not None and report.failed:
+    if partial and data is not None and report.failed and not state.runaway:
         from pytest_membudget.render.failure import series_lines
 
         stop = "the loop was left" if left_early else "the workload raised"
@@ -257,6 +305,22 @@ def pytest_runtest_makereport(
             + "\n".join(series_lines(result)),  # type: ignore[arg-type]
         ))
     return report
+
+
+def with_phases(data: dict[str, Any] | None, state: MemBudget) -> dict[str, Any]:
+    """A test's report data with its phases; a test that measured phases only gets the
+    same keys as one that ran a workload, with no probes of its own."""
+    phases = state.phases.to_list()
+    if data is None:
+        from pytest_membudget.measure.results import SCHEMA_VERSION
+
+        data = {"schema": SCHEMA_VERSION, "passed": True, "complete": True, "iterations": 0,
+                "warmup": 0, "window_start": 0, "stopped": "fixed", "seconds": 0.0,
+                "failures": [], "inconclusive": [], "evidence": {}, "peak_evidence": {},
+                "notes": [], "settings": {}, "probes": {}}
+    data["phases"] = phases
+    data["passed"] = bool(data.get("passed", True)) and not state.phases.failed
+    return data
 
 
 class ReportCollector:

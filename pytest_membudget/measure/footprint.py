@@ -24,10 +24,11 @@ def footprint_budgets(spec: BudgetSpec) -> bool:
     return any(b.kind.footprint for b in spec.budgets)
 
 
-def watch_for(spec: BudgetSpec) -> PeakWatch | None:
-    """A peak watch for a run with footprint budgets (its ceiling set once it has read the
-    start), else None: a run that judges growth only pays nothing for it."""
-    if not footprint_budgets(spec):
+def watch_for(spec: BudgetSpec, wanted: bool | None = None) -> PeakWatch | None:
+    """A peak watch for a run with footprint budgets, or where ``wanted`` (its ceiling set
+    once it has read the start), else None: a run that judges growth only pays nothing for
+    it."""
+    if not (footprint_budgets(spec) if wanted is None else wanted):
         return None
     return PeakWatch()
 

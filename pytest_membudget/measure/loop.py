@@ -69,10 +69,12 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
 
 def measure(
     spec: BudgetSpec, probes: dict[str, Probe], state: Measurement | None = None,
-    policy: RunPolicy | None = None,
+    policy: RunPolicy | None = None, watch: bool | None = None,
 ) -> Generator[int, None, Measurement]:
     """Yield the iteration numbers to run; return the finished measurement. ``policy``: how
-    long to run, when the spec's settings do not say it all (the sweep's confirmation)."""
+    long to run, when the spec's settings do not say it all (the sweep's confirmation).
+    ``watch``: run the peak watch (measure/watch.py) whatever the budgets (a phase); by
+    default where a budget is a peak or a rise."""
     m = state or Measurement(spec, probes, capacity_for(spec))
     policy = policy or RunPolicy.for_run(spec.run)
     probe_set = ProbeSet(probes)
@@ -82,25 +84,26 @@ def measure(
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
     m.started = time.perf_counter()
-    watch = footprint.watch_for(spec)
-    if watch is not None:
-        watch.prepare()
+    peak_watch = footprint.watch_for(spec, watch)
+    if peak_watch is not None:
+        peak_watch.prepare()
     try:
         probe_set.start()
     except BaseException:
-        if watch is not None:
-            watch.stop()
+        if peak_watch is not None:
+            peak_watch.stop()
         raise
     try:
-        if watch is not None:  # after the probes' start (a trim, a reset), before the first sample
-            footprint.start_watch(watch, spec)
+        # After the probes' start (a trim, a reset), before the first sample.
+        if peak_watch is not None:
+            footprint.start_watch(peak_watch, spec)
         iteration, stride = yield from _warm_up(m, sample, policy)
         collection.open_window()
         probe_set.before_window()
         iteration = yield from _window(m, sample, rebase, stride, policy, iteration)
         m.source_peaks.update(probe_set.peaks())
-        if watch is not None:
-            m.watched, watch = watch.stop(), None
+        if peak_watch is not None:
+            m.watched, peak_watch = peak_watch.stop(), None
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
@@ -109,8 +112,8 @@ def measure(
             m.peak_evidence = yield from footprint.peak_evidence(
                 m, iteration + m.evidence.get("iterations", 0))
     finally:
-        if watch is not None:
-            m.watched = watch.stop()
+        if peak_watch is not None:
+            m.watched = peak_watch.stop()
         collection.release()
         probe_set.stop()
         m.seconds = time.perf_counter() - m.started

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import is_own, is_user_frame, source_line
+from pytest_membudget.evidence.frames import is_library, is_own, is_user_frame, source_line
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
@@ -224,10 +224,14 @@ class PeakWatch:
         line.bytes += amount
 
     def _stop_workload(self, rss: float, now: float) -> None:
-        """Raise FootprintRunaway in the measured thread, unless it is in this plugin's own
-        code (its bookkeeping between calls), where the next reading tries again."""
-        inner, _ = self._frames()
-        if inner is None or is_own(inner[0]):
+        """Raise FootprintRunaway in the measured thread while it runs the workload: its
+        first frame beneath the libraries is the user's own. In this plugin's code (its
+        bookkeeping between calls) or pytest's (the failure being reported) the next reading
+        tries again."""
+        frame = sys._current_frames().get(self._target)
+        while frame is not None and is_library(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None or is_own(frame.f_code.co_filename):
             return
         FootprintRunaway.pending = {
             "rise": rss - self._start.rss, "ceiling": self.ceiling, "rss_start": self._start.rss,

@@ -28,13 +28,25 @@ def size(value: float | None) -> str:
     return fmt("rss", value)
 
 
+#: Memory allocated and not touched is worth a line from this size and share of the rise on
+#: (a reading taken while a large array is being filled has a little of it).
+UNTOUCHED_WORTH, UNTOUCHED_SHARE = 1024 * 1024, 0.1
+#: Kinds under this share of the rise (and under LEAST_KIND bytes) are left out of the text.
+SMALL_KIND = 0.01
+LEAST_KIND = 64 * 1024
+
+
 def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
-    """'Python objects 153 MiB (99%), native heap in use 0 B, ...', largest first."""
+    """'Python objects 153 MiB (99%), native heap in use 2 MiB (1%)', largest first; kinds
+    too small to matter are left out (the JSON has them all)."""
+    least = max(LEAST_KIND, SMALL_KIND * rise) if rise and rise > 0 else LEAST_KIND
     parts = []
     for kind, value in sorted(kinds.items(), key=lambda item: -item[1]):
-        share = f" ({value / rise:.0%})" if rise and rise > 0 and value > 0 else ""
+        if value < least:
+            continue
+        share = f" ({value / rise:.0%})" if rise and rise > 0 else ""
         parts.append(f"{KIND_NAMES.get(kind, kind)} {size(value)}{share}")
-    return ", ".join(parts)
+    return ", ".join(parts) or "nothing over 64 KiB"
 
 
 def composition_lines(found: dict[str, Any], left: dict[str, float] | None = None,
@@ -47,9 +59,7 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
     lines = [f"{indent}what the rise was made of{untraced}:",
              f"{indent}  {kinds_line(found.get('kinds', {}), rise)}"]
     if left is not None:
-        kept = {kind: value for kind, value in left.items() if abs(value) >= 64 * 1024}
-        lines.append(f"{indent}  left when the call returned: "
-                     + (kinds_line(kept) if kept else "nothing over 64 KiB"))
+        lines.append(f"{indent}  left when the call returned: {kinds_line(left)}")
     lines += [f"{indent}{advice}" for advice in remedies(found)]
     return lines
 
@@ -70,7 +80,8 @@ def remedies(found: dict[str, Any]) -> list[str]:
         advice.append(f"  thread stacks: {size(found['stacks_reserved'])} reserved, "
                       f"{size(kinds.get('stacks', 0))} resident ({found['threads'][0]} -> "
                       f"{found['threads'][1]} threads): reserved is not resident")
-    if found.get("untouched"):
+    worth = max(UNTOUCHED_WORTH, UNTOUCHED_SHARE * (found.get("rise") or 0))
+    if found.get("untouched", 0) >= worth:
         advice.append(f"  {size(found['untouched'])} was allocated but never touched (not "
                       "resident): tools that count allocations count it, RSS does not")
     return advice
@@ -153,8 +164,17 @@ def phase_lines(phases: list[dict[str, Any]]) -> list[str]:
                      size(phase.get("left")), major or ("-" if not kinds else
                                                        KIND_NAMES.get(found.get("dominant"),
                                                                       "")),
-                     ", ".join(phase.get("budgets", [])) or "-", phase.get("verdict", "")))
+                     budgets_text(phase.get("budgets", [])), phase.get("verdict", "")))
     return ["", "  phases (RSS):", *("    " + line for line in table(rows, PHASE_HEADER))]
+
+
+def budgets_text(budgets: list[dict[str, Any]]) -> str:
+    """'rss_rise 40 MiB, heap_peak 1 GiB' for a phase's budgets, '-' for none."""
+    shown = []
+    for budget in budgets:
+        value = fmt(budget["probe"], budget["limit"], per_iter=budget["kind"] == "slope")
+        shown.append(f"{budget['key']} {value}")
+    return ", ".join(shown) or "-"
 
 
 def runaway_message(test: str, seen: dict[str, Any]) -> str:
@@ -169,10 +189,64 @@ def runaway_message(test: str, seen: dict[str, Any]) -> str:
         f"({why}; set it with ceiling= in the marker or --membudget-ceiling, or 'off')",
         "  the workload was stopped before the machine ran out of memory",
     ]
+    where = seen.get("stopped_at") or {}
+    if where:
+        lines.append(f"  stopped at {short_path(where['file'])}:{where['line']} in "
+                     f"{where['function']}: {where.get('code', '')}")
     rose = seen.get("rose", [])
     if rose:
         lines.append("  RSS rose while these lines ran:")
         for entry in rose[:5]:
-            where = f"{short_path(entry.get('file', '?'))}:{entry.get('line', '?')}"
-            lines.append(f"    {where}: {size(entry['bytes'])}  {entry.get('code', '')}")
+            lines += rose_text(entry)
     return "\n".join(lines)
+
+
+def phase_outcome(phase: dict[str, Any], outcome: dict[str, Any]) -> str:
+    """'phase 'solve': rss rose 1.2 GiB above its start (2.1 GiB -> 3.3 GiB), budget 512
+    MiB'."""
+    probe, kind = outcome["probe"], outcome["kind"]
+    figures = phase.get("probes", {}).get(probe, {})
+    label = f"phase {phase['name']!r}: {probe}"
+    if kind == "rise":
+        return (f"{label} rose {fmt(probe, outcome['measured'])} above its start "
+                f"({fmt(probe, figures.get('start'))} -> {fmt(probe, figures.get('peak'))}), "
+                f"budget {fmt(probe, outcome['limit'])}")
+    if kind == "peak":
+        return (f"{label} peaked at {fmt(probe, outcome['measured'])}, budget "
+                f"{fmt(probe, outcome['limit'])}")
+    if kind == "growth":
+        return (f"{label} grew {fmt(probe, outcome['measured'])}, budget "
+                f"{fmt(probe, outcome['limit'])}")
+    return (f"{label} grew {fmt(probe, outcome['measured'], per_iter=True)}, budget "
+            f"{fmt(probe, outcome['limit'], per_iter=True)}")
+
+
+def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
+    """Why a test with phases failed: each exceeded budget, every phase in one table, and
+    for each failing phase what its peak was made of and the lines that ran as it rose."""
+    reasons = [phase_outcome(phase, outcome) for phase in phases
+               for outcome in phase.get("failures", [])]
+    lines = [f"membudget: {len(reasons)} phase budget(s) exceeded in {test}",
+             *(f"  - {reason}" for reason in reasons)]
+    lines += phase_lines(phases)
+    for phase in phases:
+        if phase.get("verdict") != "fail":
+            continue
+        lines += ["", f"  phase {phase['name']!r} at its peak:"]
+        if phase.get("composition"):
+            lines += composition_lines(phase["composition"], indent="    ")
+        if phase.get("rose"):
+            lines.append("    RSS rose while these lines ran:")
+            for entry in phase["rose"]:
+                lines += ["  " + line for line in rose_text(entry)]
+    return "\n".join(lines)
+
+
+def rose_text(entry: dict[str, Any]) -> list[str]:
+    where = f"{short_path(entry.get('file', '?'))}:{entry.get('line', '?')}"
+    lines = [f"    {where}: {size(entry['bytes'])}"]
+    if entry.get("code"):
+        lines.append(f"        {entry['code']}")
+    if entry.get("inner_file"):
+        lines.append(f"        in {short_path(entry['inner_file'])}:{entry['inner_line']}")
+    return lines

@@ -1,0 +1,122 @@
+"""Phases: ``with membudget.phase("solve", rss_rise="2 GiB"):`` measures one stretch of a test
+with the same loop as every run (measure/loop.py): no warm-up, one "call" that is the body of
+the ``with``, the peak watch always on. What a phase reports: its peak rise, what it left at
+its end, the composition at its peak, the lines that ran while RSS rose; its budgets are
+judged like a run's, and the test fails at its end if one was exceeded (all phases shown)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_membudget.evidence.composition import composition
+from pytest_membudget.judge.numbers import finite_or_none
+from pytest_membudget.judge.spec import BudgetSpec, build_spec
+from pytest_membudget.measure.results import MembudgetResult, build_result
+from pytest_membudget.vocabulary import ProbeVerdict
+
+if TYPE_CHECKING:  # numpy stays out of the plugin's import
+    from pytest_membudget.measure.samples import Measurement
+
+#: The probe every phase reads, budgeted or not: the table's figures are RSS.
+PHASE_PROBE = "rss"
+#: Lines of the rise by line kept per phase.
+PHASE_LINES = 3
+
+
+def phase_spec(test_spec: BudgetSpec, budgets: Mapping[str, object], where: str) -> BudgetSpec:
+    """The spec of one phase: its own budgets only (the marker's are the test's run's), the
+    test's run settings, one call without warm-up and without a rerun for evidence (a stretch
+    of a test cannot be run again: the watch is its evidence)."""
+    spec = build_spec(test_spec.run, (), dict(budgets), where)
+    return BudgetSpec(spec.budgets, replace(spec.run, iterations=1, warmup=0, evidence=False))
+
+
+@dataclass
+class PhaseRow:
+    """One phase of a test, every time it was entered."""
+
+    name: str
+    calls: int = 0
+    rise: float = -math.inf
+    left: float = math.nan
+    verdict: ProbeVerdict = ProbeVerdict.PASS
+    budgets: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    probes: dict[str, Any] = field(default_factory=dict)
+    composition: dict[str, Any] = field(default_factory=dict)
+    rose: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict is ProbeVerdict.FAIL
+
+    def add(self, result: MembudgetResult, m: Measurement, spec: BudgetSpec) -> None:
+        """Take in one entry of the phase: the highest rise of all, the latest of the rest."""
+        self.calls += 1
+        rss = result.probes.get(PHASE_PROBE)
+        if rss is not None and rss.rise > self.rise:
+            self.rise = rss.rise
+            seen = m.watched
+            if seen is not None:
+                self.composition = composition(seen.start, seen.peak)
+                self.rose = seen.rose[:PHASE_LINES]
+        if rss is not None and len(rss.samples):
+            self.left = float(rss.samples[-1] - rss.start)
+        self.budgets = [{"key": b.key, "probe": b.probe, "kind": b.kind.value,
+                         "limit": finite_or_none(b.limit)} for b in spec.budgets]
+        self.probes = {name: {"start": finite_or_none(p.start), "peak": finite_or_none(p.peak),
+                              "rise": finite_or_none(p.rise)}
+                       for name, p in result.probes.items()}
+        if result.failures:
+            self.verdict = ProbeVerdict.FAIL
+            self.failures += [o.to_dict() for o in result.failures]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "calls": self.calls, "rise": finite_or_none(self.rise),
+                "left": finite_or_none(self.left), "verdict": self.verdict.value,
+                "budgets": list(self.budgets), "failures": list(self.failures),
+                "probes": dict(self.probes), "composition": self.composition,
+                "rose": list(self.rose)}
+
+
+@dataclass
+class Phases:
+    """The phases of one test, in the order they were first entered."""
+
+    rows: dict[str, PhaseRow] = field(default_factory=dict)
+    open: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[PhaseRow]:
+        return [row for row in self.rows.values() if row.failed]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.rows.values()]
+
+
+def run_phase(name: str, spec: BudgetSpec, phases: Phases) -> Generator[None, None, None]:
+    """The generator behind one ``with`` block: opens the measurement and runs the loop to
+    its one call (the block), then, when the block has run, to its end; records the row.
+    The caller turns it into a context manager."""
+    from pytest_membudget.measure.loop import measure, open_measurement
+
+    names = tuple(dict.fromkeys([PHASE_PROBE, *spec.probes]))
+    m = open_measurement(spec, names)
+    loop = measure(spec, m.probes, m, watch=True)
+    phases.open.append(name)
+    try:
+        next(loop)
+        try:
+            yield
+        except BaseException:
+            loop.close()
+            raise
+        for _ in loop:  # a fixed run of one call ends at the first resume
+            raise RuntimeError(f"the phase {name!r} asked for a second call")
+    finally:
+        phases.open.remove(name)
+    row = phases.rows.setdefault(name, PhaseRow(name))
+    row.add(build_result(m), m, spec)
