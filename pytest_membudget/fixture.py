@@ -67,8 +67,9 @@ class MemBudget:
     #: (phases are measured only inside it).
     phases: Phases = field(default_factory=Phases, repr=False)
     active: bool = field(default=False, repr=False)
-    #: The peak watch stopped the workload (its RSS passed the hard ceiling).
-    runaway: bool = field(default=False, repr=False)
+    #: What the peak watch saw when it stopped the workload (its RSS passed the hard
+    #: ceiling); empty while it has not.
+    runaway: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @contextmanager
     def phase(self, name: str, **budgets: object) -> Generator[None, None, None]:

@@ -191,9 +191,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         from pytest_membudget.render.footprint import runaway_message
 
         state._close()  # the run's watch stops with it
-        state.runaway = True
-        seen = {**stopped.seen, "stopped_at": stopped_at(stopped)}
-        raise BudgetExceeded(runaway_message(item.nodeid, seen)) from None
+        state.runaway = {**stopped.seen, "stopped_at": stopped_at(stopped)}
+        raise BudgetExceeded(runaway_message(item.nodeid, state.runaway)) from None
     finally:
         state.active = False
     if state.phases.failed:
@@ -280,6 +279,9 @@ def pytest_runtest_makereport(
     if state.phases.rows:
         data = with_phases(data, state)
         partial = partial and state.used
+    if state.runaway and data is not None:
+        data["passed"] = False
+        data["runaway"] = {key: value for key, value in state.runaway.items()}
     if data is not None:
         from pytest_membudget.artifacts.junit import junit_properties
 

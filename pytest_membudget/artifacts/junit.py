@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_membudget.render.footprint import kinds_line, line_summary
 from pytest_membudget.render.session import inconclusive_reasons, note_reasons, peak_text
-from pytest_membudget.render.units import budget_text, slope_text
+from pytest_membudget.render.units import budget_text, fmt, slope_text
 from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
 
@@ -23,6 +24,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
                                       f"warm-up ({data.get('stopped')})")]
     props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
     props += [("membudget.note", line) for line in note_reasons(data)]
+    props += footprint_properties(data)
     for name, probe in data.get("probes", {}).items():
         props += [
             (f"membudget.{name}.slope", slope_text(name, probe.get("slope"), probe.get("ci"))),
@@ -30,4 +32,22 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
             (f"membudget.{name}.peak", peak_text(name, probe)),
             (f"membudget.{name}.verdict", str(probe.get("verdict"))),
         ]
+    return props
+
+
+def footprint_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The evidence at a failing peak (its first lines and what the rise was made of) and
+    every phase, as readable properties."""
+    props = []
+    evidence = data.get("peak_evidence") or {}
+    for entry in evidence.get("lines", [])[:3]:
+        props.append(("membudget.peak.line", line_summary(entry)))
+    found = evidence.get("composition")
+    if found:
+        props.append(("membudget.peak.made_of", kinds_line(found.get("kinds", {}),
+                                                           found.get("rise"))))
+    for phase in data.get("phases", []):
+        props.append((f"membudget.phase.{phase['name']}",
+                      f"rise {fmt('rss', phase.get('rise'))}, left "
+                      f"{fmt('rss', phase.get('left'))}, {phase.get('verdict')}"))
     return props

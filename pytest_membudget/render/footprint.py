@@ -114,6 +114,14 @@ def line_text(entry: dict[str, Any]) -> list[str]:
     return lines
 
 
+def line_summary(entry: dict[str, Any]) -> str:
+    """'t.py:6 153 MiB transient' for one line of the live set."""
+    file, line = (entry["via_file"], entry["via_line"]) if entry.get("via_file") else (
+        entry["file"], entry["line"])
+    what = entry.get("state") or "RSS rose while it ran"
+    return f"{short_path(file)}:{line} {size(entry['bytes'])} {what}"
+
+
 def peak_lines(evidence: dict[str, Any]) -> list[str]:
     """The evidence at a failing peak."""
     if not evidence:

@@ -29,6 +29,16 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
             row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
                     stopped_text(data.get("stopped")))
         rows.append(row)
+    for phase in data.get("phases", []):
+        rise = phase.get("probes", {}).get("rss", {})
+        row = (nodeid, f"rss [{phase['name']}]", "-", "-",
+               ", ".join(f"{b['kind']} {fmt(b['probe'], b['limit'])}"
+                         for b in phase.get("budgets", [])) or "-",
+               f"{fmt('rss', rise.get('peak'))} (+{fmt('rss', phase.get('rise'))})",
+               str(phase.get("calls", 1)), phase.get("verdict", ""))
+        if verbose:
+            row += (fmt("rss", phase.get("left")), "0", "phase")
+        rows.append(row)
     return rows
 
 

@@ -1,0 +1,196 @@
+"""Footprint budgets as a user writes them: ``_rise`` (how far above the start), the evidence
+at a failing peak, the hard ceiling that stops a runaway, and phases. Subprocess runs: the
+peak watch reads this process's RSS, which an in-process inner run would share."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TEMPORARY = """
+import numpy as np, pytest
+
+KEEP = []
+
+def phase():
+    big = np.ones(20_000_000)  # 160 MB, freed before the call returns
+    KEEP.append(np.ones(1000))
+    return float(big.sum())
+
+@pytest.mark.membudget(rss_rise="60 MiB")
+def test_temporary(membudget):
+    membudget.run(phase)
+
+@pytest.mark.membudget(rss_rise="600 MiB")
+def test_within(membudget):
+    membudget.run(phase)
+"""
+
+
+def run(pytester: pytest.Pytester, source: str, *args: str,
+        only: tuple[str, ...] = ()) -> tuple[pytest.RunResult, dict]:
+    """Run ``source`` (its tests ``only``, where given) in a subprocess; the result and the
+    JSON report's tests by name."""
+    path = pytester.makepyfile(source)
+    report = pytester.path / "membudget.json"
+    chosen = [f"{path}::{name}" for name in only]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                           f"--membudget-json={report}", *args, *chosen)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    tests = json.loads(report.read_text())["tests"] if report.exists() else []
+    by_name = {t["nodeid"].split("::")[-1]: t for t in tests} if isinstance(tests, list) else {
+        nodeid.split("::")[-1]: t for nodeid, t in tests.items()}
+    return result, by_name
+
+
+def test_a_rise_fails_with_what_was_alive_at_the_peak(pytester: pytest.Pytester) -> None:
+    result, tests = run(pytester, TEMPORARY)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*rss rose * MiB above its start (* -> peak *), budget 60 MiB*",
+        "*Evidence at the peak (one more call, traced*",
+        "*what the rise was made of:*",
+        "*Python objects 1?? MiB*",
+        "*alive at the peak, by line*",
+        "*test_a_rise_fails_with_what_was_alive_at_the_peak.py:6: 15? MiB in * blocks, "
+        "transient (freed before the call returned)*",
+        "*big = np.ones(20_000_000)*",
+    ])
+    failed = tests["test_temporary"]
+    assert failed["iterations"] == 1 and failed["warmup"] == 0  # one call, as budgeted
+    rss = failed["probes"]["rss"]
+    assert rss["rise"] == rss["peak"] - rss["start"] and rss["rise"] > 100 * 1024**2
+    evidence = failed["peak_evidence"]
+    assert evidence["lines"][0]["via_line"] == 6 and evidence["lines"][0]["state"] == "transient"
+    assert evidence["composition"]["dominant"] == "python"
+    assert tests["test_within"]["passed"] and not tests["test_within"]["peak_evidence"]
+
+
+def test_growth_evidence_is_not_given_for_a_peak(pytester: pytest.Pytester) -> None:
+    result, tests = run(pytester, TEMPORARY, only=("test_temporary",))
+    assert "top growing allocation sites" not in result.stdout.str()
+    assert tests["test_temporary"]["evidence"] == {}
+
+
+RUNAWAY = """
+import numpy as np, pytest
+
+def grow():
+    keep = []
+    for _ in range(100):
+        keep.append(np.ones(2_000_000))  # 16 MB each: 1.6 GB if nothing stops it
+
+@pytest.mark.membudget(rss_rise="40 MiB")
+def test_runaway(membudget):
+    membudget.run(grow)
+"""
+
+
+@pytest.mark.parametrize("how", ["marker", "flag", "ini"])
+def test_a_runaway_is_stopped_at_the_ceiling(pytester: pytest.Pytester, how: str) -> None:
+    source, args = RUNAWAY, []
+    if how == "marker":
+        source = source.replace('rss_rise="40 MiB"', 'rss_rise="40 MiB", ceiling="3x"')
+    elif how == "flag":
+        args = ["--membudget-ceiling=120 MiB"]
+    else:
+        pytester.makeini("[pytest]\nmembudget_ceiling = 3x\n")
+    result, tests = run(pytester, source, *args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*test_runaway was stopped: RSS rose * above its start*past the hard ceiling of 120 MiB*",
+        "*stopped at *.py:6 in grow*",
+    ])
+    seen = tests["test_runaway"]["runaway"]
+    assert 120 * 1024**2 < seen["rise"] < 600 * 1024**2
+
+
+def test_the_ceiling_can_be_turned_off(pytester: pytest.Pytester) -> None:
+    source = RUNAWAY.replace("range(100)", "range(12)").replace(
+        'rss_rise="40 MiB"', 'rss_rise="40 MiB", ceiling="off"')
+    result, _ = run(pytester, source)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*rss rose * MiB above its start*budget 40 MiB*"])
+    assert "hard ceiling" not in result.stdout.str()
+
+
+PHASES = """
+import numpy as np, pytest
+
+CACHE = {}
+
+def test_phases(membudget):
+    with membudget.phase("load"):
+        table = np.ones(2_000_000)
+    with membudget.phase("solve", rss_rise="30 MiB"):
+        work = np.ones(12_000_000)  # 96 MB at the peak, freed
+        CACHE["row"] = work[:10].copy()
+        del work
+    with membudget.phase("report"):
+        pass
+
+def test_nested(membudget):
+    with membudget.phase("outer", rss_rise="400 MiB"):
+        with membudget.phase("inner", rss_rise="400 MiB"):
+            np.ones(1_000_000).sum()
+
+def test_itself(membudget):
+    with membudget.phase("a"):
+        with membudget.phase("a"):
+            pass
+
+def test_bad_budget(membudget):
+    with membudget.phase("a", rss_rise="lots"):
+        pass
+
+def test_no_name(membudget):
+    with membudget.phase(""):
+        pass
+
+KEPT = []
+
+def test_kept(membudget):
+    KEPT.append(membudget)
+
+def test_after_its_test(membudget):
+    with KEPT[0].phase("late"):
+        pass
+"""
+
+
+def test_phases_fail_at_the_end_with_every_phase_in_one_table(pytester: pytest.Pytester) -> None:
+    result, tests = run(pytester, PHASES, only=("test_phases", "test_nested"))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*1 phase budget(s) exceeded in *::test_phases*",
+        "*phase 'solve': rss rose * MiB above its start*budget 30 MiB*",
+        "*phases (RSS):*",
+        "*phase*calls*rise*left at its end*made of*budgets*verdict*",
+        "*load*1*MiB*pass*",
+        "*solve*1*MiB*rss_rise 30 MiB*fail*",
+        "*report*1*pass*",
+        "*phase 'solve' at its peak:*",
+        "*RSS rose while these lines ran:*",
+        "*work = np.ones(12_000_000)*",
+    ])
+    phases = {p["name"]: p for p in tests["test_phases"]["phases"]}
+    assert list(phases) == ["load", "solve", "report"]
+    assert phases["solve"]["verdict"] == "fail" and phases["solve"]["rise"] > 60 * 1024**2
+    assert phases["solve"]["left"] < 16 * 1024**2
+    assert not tests["test_phases"]["passed"]
+    nested = {p["name"]: p for p in tests["test_nested"]["phases"]}
+    # The inner phase's reset of the peak mark must not erase the outer phase's.
+    assert nested["outer"]["rise"] >= nested["inner"]["rise"] > 4 * 1024**2
+
+
+def test_phase_misuse_gets_a_clear_error(pytester: pytest.Pytester) -> None:
+    result, _ = run(pytester, PHASES, only=("test_itself", "test_bad_budget", "test_no_name",
+                                            "test_kept", "test_after_its_test"))
+    result.assert_outcomes(passed=1, failed=4)
+    result.stdout.fnmatch_lines_random([
+        "*test_itself: membudget.phase('a') was entered inside itself*",
+        "*test_bad_budget: rss_rise='lots' in membudget.phase('a'): cannot read this*",
+        "*test_no_name: membudget.phase() takes a name for the phase*",
+        "*test_kept: membudget.phase('late') was entered outside the test*",
+    ])

@@ -1,0 +1,65 @@
+"""What a rise of resident memory is made of: readings in, kinds out (synthetic readings, so
+that each kind is known)."""
+
+from __future__ import annotations
+
+import math
+
+from pytest_membudget.evidence.composition import MemoryReading, composition, rise_kinds
+
+MIB = 1024.0**2
+START = MemoryReading(rss=100 * MIB, anon=80 * MIB, file=20 * MIB, shmem=0.0, threads=1,
+                      malloc_used=10 * MIB, malloc_free=1 * MIB, pymalloc_used=20 * MIB,
+                      pymalloc_free=2 * MIB, stacks_resident=0.1 * MIB,
+                      stacks_reserved=8 * MIB, blocks=100_000)
+
+
+def at_peak(**rises: float) -> MemoryReading:
+    """START with each figure raised by the given MiB."""
+    values = {name: getattr(START, name) + rise * MIB for name, rise in rises.items()}
+    return MemoryReading(**{**START.__dict__, **values})
+
+
+def test_small_python_objects_are_python() -> None:
+    kinds, _ = rise_kinds(START, at_peak(rss=100, anon=100, pymalloc_used=98, pymalloc_free=2))
+    assert round(kinds["python"] / MIB) == 98
+    assert max(kinds, key=kinds.__getitem__) == "python"
+
+
+def test_malloc_without_tracing_is_native_and_with_a_traced_rise_is_python() -> None:
+    peak = at_peak(rss=150, anon=150, malloc_used=150)
+    untraced, _ = rise_kinds(START, peak)
+    assert round(untraced["native"] / MIB) == 150
+    # The traced rerun saw 150 MiB of Python allocations (a numpy array): it is Python's.
+    traced, _ = rise_kinds(START, peak, traced=150 * MIB)
+    assert round(traced["python"] / MIB) == 150 and traced["native"] < MIB
+
+
+def test_freed_small_objects_that_stay_in_their_arenas_are_the_allocators_free_memory() -> None:
+    kinds, _ = rise_kinds(START, at_peak(rss=200, anon=200, pymalloc_used=50,
+                                         pymalloc_free=150))
+    assert max(kinds, key=kinds.__getitem__) == "allocator_free"
+
+
+def test_glibc_free_bytes_count_only_as_far_as_resident_pages_go() -> None:
+    # Each thread's arena counts its untouched top in fordblks: 40 MiB "free", 1 MiB resident.
+    kinds, _ = rise_kinds(START, at_peak(rss=1.5, anon=1.5, malloc_free=40,
+                                         stacks_resident=0.5))
+    assert kinds["allocator_free"] <= 1.0 * MIB + 1
+    assert round(kinds["stacks"] / MIB, 1) == 0.5
+
+
+def test_allocations_never_touched_are_not_resident() -> None:
+    kinds, untouched = rise_kinds(START, at_peak(rss=0.1, anon=0.1, malloc_used=400))
+    assert round(untouched / MIB) >= 399 and kinds["native"] <= 0.2 * MIB
+
+
+def test_mapped_files_are_file() -> None:
+    found = composition(START, at_peak(rss=150, file=150))
+    assert found["dominant"] == "file" and found["major"] == ["file"]
+
+
+def test_nothing_known_is_left_out_quietly() -> None:
+    bare = MemoryReading(rss=100 * MIB)
+    found = composition(bare, MemoryReading(rss=130 * MIB))
+    assert found["kinds"]["other"] == 30 * MIB and math.isfinite(found["rise"])

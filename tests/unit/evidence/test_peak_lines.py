@@ -1,0 +1,47 @@
+"""The live set at the peak by the user's line: library lines merged under the user's, the
+watch's rise by line beside the census, retained or transient."""
+
+from __future__ import annotations
+
+from pytest_membudget.evidence.peak import merge, shown, state, user_line
+
+NP = "/venv/site-packages/numpy/_core/numeric.py"
+
+
+def traced(file: str, line: int, size: int, kept: int, via: tuple[str, int] | None = None
+           ) -> dict:
+    entry = {"file": file, "line": line, "bytes": size, "count": 1, "retained": kept,
+             "state": state(size, kept), "source": "traced"}
+    if via:
+        entry.update(via_file=via[0], via_line=via[1])
+    return entry
+
+
+def test_state_says_how_much_outlived_the_call() -> None:
+    assert state(100, 95) == "retained"
+    assert state(100, 5) == "transient"
+    assert state(100, 50) == "partly retained"
+
+
+def test_library_lines_under_one_user_line_are_one_entry() -> None:
+    # numpy's ones: empty() allocates the buffer, copyto() a few bytes.
+    lines = merge([traced(NP, 232, 160_000_000, 0, ("/t.py", 6)),
+                   traced(NP, 233, 104, 0, ("/t.py", 6))], [])
+    assert len(lines) == 1
+    assert user_line(lines[0]) == ("/t.py", 6)
+    assert lines[0]["bytes"] == 160_000_104 and lines[0]["state"] == "transient"
+
+
+def test_the_watch_adds_what_tracemalloc_cannot_see() -> None:
+    rose = [{"file": "/t.py", "line": 9, "bytes": 100_000_000, "function": "f"},
+            {"file": "/t.py", "line": 6, "bytes": 150_000_000, "function": "f"}]
+    lines = merge([traced(NP, 232, 160_000_000, 0, ("/t.py", 6))], rose)
+    assert [user_line(e) for e in lines] == [("/t.py", 6), ("/t.py", 9)]
+    assert lines[1]["source"] == "rose"
+    assert lines[0]["traced_bytes"] == 160_000_000 and lines[0]["rose_bytes"] == 150_000_000
+
+
+def test_small_lines_are_summed_up() -> None:
+    lines = merge([traced("/t.py", 1, 100_000_000, 0), traced("/t.py", 2, 10_000, 10_000)], [])
+    head, rest = shown(lines, rise=100_000_000)
+    assert len(head) == 1 and rest == {"lines": 1, "bytes": 10_000}

@@ -1,0 +1,101 @@
+"""The readers of what memory is made of: /proc/self/status, pymalloc's statistics, the
+threads' stacks in smaps, and nested peak marks."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from pytest_membudget.probes.marks import Ledger
+from pytest_membudget.probes.memory import (
+    MemoryReader,
+    parse_pymalloc,
+    parse_status,
+    stack_mappings,
+)
+
+STATUS = b"""Name:\tpython3
+VmHWM:\t  300000 kB
+VmRSS:\t  200000 kB
+RssAnon:\t  150000 kB
+RssFile:\t   49000 kB
+RssShmem:\t    1000 kB
+Threads:\t51
+"""
+
+PYMALLOC = b"""Small block threshold = 512, in 32 size classes.
+# arenas allocated current           =                  221
+# bytes in allocated blocks          =          226,476,016
+# bytes in available blocks          =              315,648
+Total                                =          231,735,296
+# arena map mid nodes                =                    1
+Total                                =              655,360
+"""
+
+SMAPS = b"""7f0000000000-7f0000800000 rw-p 00000000 00:00 0
+Size:               8192 kB
+Rss:                  16 kB
+7f0000800000-7f0000801000 ---p 00000000 00:00 0
+Rss:                   0 kB
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]
+Size:                132 kB
+Rss:                  72 kB
+"""
+
+
+def test_status_gives_resident_memory_by_kind_and_the_threads() -> None:
+    found = parse_status(STATUS)
+    assert found == {"rss": 200000 * 1024.0, "anon": 150000 * 1024.0, "file": 49000 * 1024.0,
+                     "shmem": 1000 * 1024.0, "threads": 51.0}
+
+
+def test_pymalloc_in_use_and_what_its_arenas_hold_besides() -> None:
+    used, held = parse_pymalloc(PYMALLOC)
+    assert used == 226_476_016 and held == 231_735_296 - 226_476_016
+    assert all(math.isnan(v) for v in parse_pymalloc(b""))
+
+
+def test_stacks_are_the_mappings_that_hold_a_threads_stack_pointer() -> None:
+    reserved, resident, found = stack_mappings(SMAPS.splitlines(keepends=True),
+                                               [0x7F00007FF000])
+    assert found == 2  # the thread's and the main thread's [stack]
+    assert reserved == 8192 * 1024 + 132 * 1024 and resident == (16 + 72) * 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_real_reading_has_every_figure_here() -> None:
+    reader = MemoryReader()
+    reading = reader.read()
+    reader.close()
+    assert reading.rss > 0 and reading.anon > 0 and reading.threads >= 1
+    assert reading.stacks_counted >= 1 and reading.stacks_resident > 0
+    assert math.isfinite(reading.malloc_used) and math.isfinite(reading.blocks)
+
+
+class FakeSource:
+    def __init__(self) -> None:
+        self.peak = 0.0
+
+    def read(self) -> float:
+        return self.peak
+
+    def reset(self) -> bool:
+        self.peak = 0.0
+        return True
+
+
+def test_a_reset_for_an_inner_mark_keeps_the_outer_marks_peak() -> None:
+    source = FakeSource()
+    ledger = Ledger(source.read, source.reset)
+    outer = ledger.open()
+    source.peak = 500.0
+    inner = ledger.open()  # resets the source: the outer mark keeps 500
+    source.peak = 200.0
+    assert inner is not None and outer is not None
+    assert inner.close() == 200.0
+    assert outer.peak() == 500.0
+    source.peak = 700.0
+    assert outer.close() == 700.0
+    assert ledger.marks == []
