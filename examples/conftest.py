@@ -1,5 +1,5 @@
-"""Shared bits of the example suites: problem scale, the ``cuda`` and ``rss_headroom`` markers,
-and allocator hygiene between tests.
+"""Shared bits of the example suites: problem scale, the ``cuda`` marker, and allocator
+hygiene between tests.
 
 Scale: ``MEMBUDGET_EXAMPLES_SCALE=ci`` (the default: small, quick, for CI) or ``large`` (the
 size of the field workloads the seeds describe; minutes and gigabytes). Each example module
@@ -14,10 +14,7 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_membudget.catalog import PROBES
 from pytest_membudget.probes.rss import release_free_memory as trim_malloc
-from pytest_membudget.judge.spec import parse_quantity
-from pytest_membudget.vocabulary import BudgetKind
 
 SCALES = ("ci", "large")
 SCALE = os.environ.get("MEMBUDGET_EXAMPLES_SCALE", "ci").strip().lower() or "ci"
@@ -35,11 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "quiet_cpu: judges wall time (iter_time); skipped when the CPU is oversubscribed "
         "(1-minute load average above the number of cores + 0.5)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "rss_headroom(size): set the membudget rss_peak budget to the process RSS at the start "
-        "of the test plus size (absolute RSS depends on the machine and on what ran before)",
     )
 
 
@@ -75,11 +67,6 @@ def cpu_oversubscribed() -> str | None:
     return None
 
 
-def parse_size(text: str | int) -> int:
-    """A size such as "20 MiB", read the way the plugin reads its own budgets."""
-    return int(parse_quantity(PROBES["rss"], BudgetKind.PEAK, text, "in an rss_headroom marker"))
-
-
 def release_free_memory() -> None:
     """Collect garbage and hand free heap pages back to the OS (glibc only).
 
@@ -104,10 +91,6 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
         reason = cpu_oversubscribed()
         if reason:
             pytest.skip(reason)
-    headroom = item.get_closest_marker("rss_headroom")
-    if headroom is not None:
-        ceiling = current_rss() + parse_size(headroom.args[0])
-        item.add_marker(pytest.mark.membudget(rss_peak=ceiling), append=False)
     return (yield)
 
 

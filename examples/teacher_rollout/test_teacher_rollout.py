@@ -32,11 +32,8 @@ RSS_CONFIG = RolloutConfig(num_envs=64, num_agents=1)
 xfail_caught = pytest.mark.xfail(strict=True, raises=pytest_membudget.BudgetExceeded)
 
 # ~37 KiB per rollout of Python-visible arrays in the broken version.
-# The heap budget keeps the plugin's evidence (the lines that allocated the growth) on; the
-# others turn it off, because the evidence rerun traces 16 frames per allocation, which
-# makes this allocation-heavy loop many times slower.
 HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=24)
-RSS_BUDGET = pytest.mark.membudget(rss_growth="4 MiB", warmup=5, iterations=100, evidence=False)
+RSS_BUDGET = pytest.mark.membudget(rss_growth="4 MiB", warmup=5, iterations=100)
 # Timing uses short rollouts (a few hundred microseconds): under CPU contention a short
 # iteration either runs undisturbed or shows a spike, and the verdict's block floors keep the
 # undisturbed ones; long iterations would be slowed as a whole. One agent per environment keeps

@@ -74,10 +74,15 @@ def census_wanted(start: MemoryReading, peak: MemoryReading) -> bool:
     return not math.isfinite(blocks) or blocks <= CENSUS_BLOCKS
 
 
-def traced_call(iteration: int, census: PeakCensus) -> Generator[int, None, dict[str, Any]]:
+def traced_call(iteration: int, census: PeakCensus,
+                restart: bool = False) -> Generator[int, None, dict[str, Any]]:
     """One more call of the workload under tracemalloc (CENSUS_FRAMES deep); the census fills
     in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
-    what was left of each when the call returned, and the traced peak's bytes."""
+    what was left of each when the call returned, and the traced peak's bytes. ``restart``:
+    tracing is on, this plugin's own (a heap budget's, one frame deep), and may be started
+    again deeper; a tracer someone else started is used as it is."""
+    if restart and tracemalloc.is_tracing():
+        tracemalloc.stop()
     own = not tracemalloc.is_tracing()
     if own:
         tracemalloc.start(CENSUS_FRAMES)
@@ -128,11 +133,14 @@ def user_line(line: dict[str, Any]) -> tuple[str, int]:
     return line["file"], line["line"]
 
 
-def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
+          untraced: float = math.inf) -> list[dict[str, Any]]:
     """One list by the user's line: the census's entries (exact bytes of what tracemalloc
     saw alive at the peak), and the watch's (how much RSS rose while the line ran: every kind
     of memory, native and mapped too). A line in both shows the larger figure, with both;
-    largest first."""
+    largest first. A line only the watch saw ranks by at most ``untraced``, the part of the
+    rise tracemalloc does not account for: pages first touched on a line (np.zeros, then a
+    copy into it) belong to the allocation the census found elsewhere."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     # Several library lines under one user line (numpy's ones: empty, then copyto) are one
     # entry, shown with the largest of them (``traced`` comes largest first).
@@ -151,13 +159,17 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]]) -> list[dict
         known = merged.get(where)
         if known is None:
             new = merged[where] = {"file": entry["file"], "line": entry["line"],
-                                   "bytes": entry["bytes"], "rose_bytes": entry["bytes"],
+                                   "bytes": min(entry["bytes"], untraced),
+                                   "rose_bytes": entry["bytes"],
                                    "source": "rose", "function": entry.get("function", "")}
             if entry.get("inner_file"):
                 new.update(inner_file=entry["inner_file"], inner_line=entry["inner_line"])
+            if entry.get("other_lines"):
+                new["other_lines"] = entry["other_lines"]
             continue
         known["rose_bytes"] = entry["bytes"]
-        known["bytes"] = max(known["bytes"], entry["bytes"])
+        beyond = min(max(entry["bytes"] - known["traced_bytes"], 0.0), untraced)
+        known["bytes"] = known["traced_bytes"] + beyond
     return sorted(merged.values(), key=lambda entry: entry["bytes"], reverse=True)
 
 
@@ -177,13 +189,17 @@ def shown(lines: list[dict[str, Any]], rise: float,
 
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
                 end: MemoryReading, rose: list[dict[str, Any]],
-                census: dict[str, Any] | None) -> dict[str, Any]:
+                census: dict[str, Any] | None, one_call: bool = True) -> dict[str, Any]:
     """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
     the lines (merged), the composition at the measured peak and what was left of it at the
-    call's end, and how close the census came to the traced peak."""
+    call's end, and how close the census came to the traced peak. ``one_call``: the measured
+    run was one call, as the census's rerun is (else the census's figure is not the run's)."""
     traced_lines = census["lines"] if census else []
-    traced = census["traced"] if census else None
-    head, rest = shown(merge(traced_lines, rose), rise)
+    traced = census["traced"] if census and one_call else None
+    untraced = max(rise - traced, 0.0) if traced is not None else math.inf
+    if census and not one_call:
+        untraced = max(rise - census["traced"], 0.0)
+    head, rest = shown(merge(traced_lines, rose, untraced), rise)
     report: dict[str, Any] = {
         "probe": probe, "rise": rise, "lines": head, "more": rest,
         "composition": composition(start, peak, traced),

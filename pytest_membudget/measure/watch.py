@@ -51,6 +51,10 @@ TIMELINE_ROWS = 2048
 #: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
 #: for the GIL after each read, while the workload runs Python.
 SWITCH_INTERVAL = 0.0002
+#: Frames that count as the line of the function running them.
+HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
+#: Other lines of a function kept beside the one that rose most.
+OTHER_LINES = 3
 #: Seconds between two stops of a workload that is still above the ceiling (code that
 #: catches every exception swallows the first).
 REFIRE_SECONDS = 0.05
@@ -208,10 +212,16 @@ class PeakWatch:
 
     def _frames(self) -> tuple[Where | None, Where | None]:
         """Where the measured thread is: its innermost frame and its first frame of the
-        user's own code, read now (a frame's line moves on with the workload)."""
+        user's own code, read now (a frame's line moves on with the workload). A
+        comprehension, generator expression or lambda counts as the line of the function
+        that runs it: a loop's rise is its function's, not its helper's."""
         frame = sys._current_frames().get(self._target)
         inner = _where(frame)
         while frame is not None and not is_user_frame(frame.f_code.co_filename):
+            frame = frame.f_back
+        while (frame is not None and frame.f_code.co_name in HELPERS
+               and frame.f_back is not None
+               and is_user_frame(frame.f_back.f_code.co_filename)):
             frame = frame.f_back
         return inner, _where(frame)
 
@@ -242,8 +252,26 @@ class PeakWatch:
                                                    ctypes.py_object(FootprintRunaway))
 
     def _rose(self) -> list[dict[str, Any]]:
-        lines = sorted(self._lines.values(), key=lambda line: line.bytes, reverse=True)
-        return [_describe(line) for line in lines]
+        """The rise by function of the user's code, largest first: each at its line that
+        rose most, with the function's other lines beside it. Sampling sees the line that
+        runs, which in a loop moves between the lines of its body."""
+        functions: dict[tuple[Any, ...], list[_Line]] = {}
+        for line in self._lines.values():
+            user, inner = line.frames
+            shown = user or inner
+            key = (shown[0], shown[2]) if shown is not None else ()
+            functions.setdefault(key, []).append(line)
+        found = []
+        for lines in functions.values():
+            lines.sort(key=lambda line: line.bytes, reverse=True)
+            entry = _describe(lines[0])
+            entry["bytes"] = round(sum(line.bytes for line in lines))
+            others = [{"line": (line.frames[0] or line.frames[1])[1],
+                       "bytes": round(line.bytes)} for line in lines[1:] if line.frames != ()]
+            if others:
+                entry["other_lines"] = others[:OTHER_LINES]
+            found.append(entry)
+        return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
 
 
 Where = tuple[str, int, str]

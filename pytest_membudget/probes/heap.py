@@ -36,6 +36,11 @@ class HeapProbe(Probe):
         if self._mark is not None:
             TRACED_PEAK.discard()
 
+    @property
+    def owns_tracer(self) -> bool:
+        """Whether this probe started tracemalloc (and may have it restarted)."""
+        return self._started
+
     def peak(self) -> float | None:
         # A tracer someone else started has a peak from before this test: not ours to use.
         return self._mark.folded if self._mark is not None else None

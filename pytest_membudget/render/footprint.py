@@ -87,8 +87,9 @@ def remedies(found: dict[str, Any]) -> list[str]:
     return advice
 
 
-def line_text(entry: dict[str, Any]) -> list[str]:
-    """One line of the live set: the user's line, its bytes, transient or retained."""
+def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
+    """One line of the live set: the user's line, its bytes, transient or retained.
+    ``traced``: whether a census ran (else a line's rise says nothing of tracemalloc)."""
     if entry.get("via_file"):
         where, code = f"{short_path(entry['via_file'])}:{entry['via_line']}", entry.get(
             "via_code", "")
@@ -98,8 +99,15 @@ def line_text(entry: dict[str, Any]) -> list[str]:
         inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
                  if entry.get("inner_file") else "")
     if entry.get("source") == "rose":
-        head = (f"    {where}: RSS rose {size(entry['bytes'])} while it ran (tracemalloc saw "
-                "no allocation there: native, mapped or allocator memory)")
+        head = f"    {where}: RSS rose {size(entry.get('rose_bytes', entry['bytes']))} while it ran"
+        if entry.get("function"):
+            head += f" (in {entry['function']}"
+            others = entry.get("other_lines", [])
+            head += (", with lines " + ", ".join(str(o["line"]) for o in others) + ")"
+                     if others else ")")
+        if traced:
+            head += ("; tracemalloc saw no allocation made there: pages first touched there, "
+                     "or native, mapped or allocator memory")
     else:
         blocks = entry.get("count", 0)
         head = (f"    {where}: {size(entry.get('traced_bytes', entry['bytes']))} in {blocks} block"
@@ -110,7 +118,8 @@ def line_text(entry: dict[str, Any]) -> list[str]:
     if code:
         lines.append(f"        {code}")
     if inner:
-        lines.append(f"        allocated in {inner}")
+        verb = "running" if entry.get("source") == "rose" else "allocated"
+        lines.append(f"        {verb} in {inner}")
     return lines
 
 
@@ -138,9 +147,10 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
     entries = evidence.get("lines", [])
     if entries:
         lines.append("  alive at the peak, by line (tracemalloc at the traced peak; RSS while "
-                     "each line ran):")
+                     "each line ran):" if "traced_peak" in census else
+                     "  where RSS rose, by function of your code (the line that rose most):")
         for entry in entries:
-            lines += line_text(entry)
+            lines += line_text(entry, "traced_peak" in census)
         more = evidence.get("more", {})
         if more.get("lines"):
             lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
