@@ -12,6 +12,7 @@ import numpy as np
 
 from pytest_membudget.evidence.peak import PeakCensus, census_wanted, peak_report, traced_call
 from pytest_membudget.judge.spec import BudgetSpec
+from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.watch import PeakWatch, WatchReport
 from pytest_membudget.vocabulary import Status
@@ -55,15 +56,24 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
     return sorted(found, key=lambda entry: -entry[1] if entry[1] == entry[1] else 0.0)
 
 
-def peak_evidence(m: Measurement, iteration: int) -> Generator[int, None, dict[str, Any]]:
+def peak_evidence(m: Measurement, iteration: int,
+                  probe_set: ProbeSet | None = None) -> Generator[int, None, dict[str, Any]]:
     """After a failing footprint budget: the measured run's watch (rise by line,
     composition at its peak), and, where it is affordable, one traced rerun of the call for
-    what tracemalloc saw alive at the peak (evidence/peak.py)."""
+    what tracemalloc saw alive at the peak (evidence/peak.py); what the failing probes' own
+    sources tell of their peak (the CUDA allocator's)."""
     began = time.perf_counter()
     seen = m.watched
     failing = failing_footprint(m)
     if seen is None or not failing:
         return {}
+    device = (probe_set.peak_evidence([name for name, _ in failing])
+              if probe_set is not None else {})
+    probe, rise = failing[0]
+    if all(name.startswith("cuda") for name, _ in failing):
+        # The device's own evidence says it; the host's memory is not what failed.
+        return {"probe": probe, "rise": rise, **device,
+                "seconds": round(time.perf_counter() - began, 6)}
     census = None
     if census_wanted(seen.start, seen.peak):
         counter = PeakCensus()
@@ -75,12 +85,12 @@ def peak_evidence(m: Measurement, iteration: int) -> Generator[int, None, dict[s
                                             restart=bool(getattr(heap, "owns_tracer", False)))
         finally:
             watch.stop()
-    probe, rise = failing[0]
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
     one_call = m.measured + m.warmup_done == 1
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
                          one_call)
+    report.update(device)
     report["timeline"] = timeline(seen)
     report["peak_at"] = round(seen.peak_at, 6)
     report["seconds"] = round(time.perf_counter() - began, 6)

@@ -39,6 +39,15 @@ def capacity_for(spec: BudgetSpec) -> int:
     return spec.run.warmup + RunPolicy.for_run(spec.run).most_iterations + 2
 
 
+def probe_options(spec: BudgetSpec) -> dict[str, Any]:
+    """What the probes of a run of ``spec`` are told: the device, whether to record the
+    allocator's history, and whether a CUDA peak is budgeted (its peaks are then reset and
+    read, and the history keeps the trace a peak is replayed from)."""
+    return {"device": spec.run.device, "cuda_history": spec.run.cuda_history,
+            "cuda_peaks": any(b.kind.footprint and b.probe.startswith("cuda")
+                              for b in spec.budgets)}
+
+
 def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
                      storage: type[Measurement] = Measurement) -> Measurement:
     """Fresh storage and probes for ``names``, with the witnesses of the spec's coarse
@@ -46,8 +55,7 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
     read them."""
     from pytest_membudget.probes import create
 
-    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history,
-               **storage.probe_options(names)}
+    options = {**probe_options(spec), **storage.probe_options(names)}
     probes = {name: create(name, options) for name in names}
     wanted = witnesses(spec)
     hidden = set()
@@ -110,7 +118,7 @@ def measure(
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
             m.peak_evidence = yield from footprint.peak_evidence(
-                m, iteration + m.evidence.get("iterations", 0))
+                m, iteration + m.evidence.get("iterations", 0), probe_set)
     finally:
         if peak_watch is not None:
             m.watched = peak_watch.stop()

@@ -76,6 +76,15 @@ class ProbeSet:
                     gathered[key] = value
         return gathered
 
+    def peak_evidence(self, failing: list[str]) -> dict[str, Any]:
+        """What the sources of the probes whose peak or rise failed tell of their highest
+        point (a source shared by several probes answers once)."""
+        gathered: dict[str, Any] = {}
+        for name in failing:
+            for key, value in (self.probes[name].peak_evidence() or {}).items():
+                gathered.setdefault(key, value)
+        return gathered
+
     def stop(self) -> None:
         for probe in self.probes.values():
             probe.stop()

@@ -61,6 +61,11 @@ class Probe:
         growth (e.g. the CUDA allocator's history)."""
         return None
 
+    def peak_evidence(self) -> dict[str, Any] | None:
+        """After a failing peak or rise of this probe, before ``stop``: what its source can
+        tell about its highest point (the CUDA allocator's blocks live there)."""
+        return None
+
     def stop(self) -> None:
         """After the last sample, also when the workload raised."""
 

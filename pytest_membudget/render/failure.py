@@ -68,7 +68,35 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines += process_lines(result.evidence_data)
     lines += evidence_lines(result.evidence_data)
     lines += peak_lines(result.peak_evidence)
+    lines += cuda_peak_lines(result.peak_evidence)
     return "\n".join(lines)
+
+
+def cuda_peak_lines(evidence: dict[str, Any]) -> list[str]:
+    """The CUDA allocator at its peak: what the reserve was made of, and the blocks live
+    at the peak of the window's allocations (allocator trace)."""
+    lines: list[str] = []
+    reserve = evidence.get("cuda_reserved")
+    if reserve:
+        lines += ["  CUDA allocator at its peak (each figure at its own peak): "
+                  f"{fmt('cuda_reserved', reserve['reserved'])} reserved, "
+                  f"{fmt('cuda_allocated', reserve['allocated'])} allocated, "
+                  f"{fmt('cuda_reserved', reserve['free_in_split_blocks'])} free in split "
+                  f"blocks, {fmt('cuda_reserved', reserve['free_in_whole_blocks'])} free in "
+                  "whole blocks" + (f"; {reserve['retries']:.0f} allocation retries"
+                                    if reserve.get("retries") else "")]
+        if reserve["free_in_split_blocks"] > 0.25 * max(reserve["reserved"], 1.0):
+            lines.append("    free memory in split blocks is fragmentation: try "
+                         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    peak = evidence.get("cuda_peak")
+    if peak and peak.get("blocks"):
+        lines += [f"  blocks live at the peak of the window's allocations "
+                  f"({fmt('cuda_allocated', peak['peak'])}, replayed from "
+                  f"{peak['events']} events of the allocator's trace):"]
+        lines += cuda_block_lines(peak["blocks"])[1:]
+    elif evidence.get("cuda_history") and reserve:
+        lines.append(f"  no CUDA allocator history: {evidence['cuda_history']}")
+    return lines
 
 
 def window_values(probe: ProbeResult, start: int) -> list[float]:

@@ -139,7 +139,9 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
     how = ("one more call, traced" if "traced_peak" in census else
            "from the run itself")
     lines = ["", f"Evidence at the peak ({how}; {evidence.get('seconds', 0):.2f} s):"]
-    found = evidence.get("composition", {})
+    found = evidence.get("composition")
+    if not found:  # a device's peak: its own lines follow
+        return lines
     lines.append(f"  RSS rose {size(found.get('rise'))} ({size(found.get('rss_start'))} -> "
                  f"{size(found.get('rss_peak'))}) at its highest reading, "
                  f"{evidence.get('peak_at', 0):.2f} s into the run")

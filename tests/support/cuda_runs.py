@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_membudget.judge.spec import build_spec
-from pytest_membudget.measure.loop import capacity_for, measure
+from pytest_membudget.measure.loop import capacity_for, measure, probe_options
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.settings import default_run
@@ -38,7 +38,7 @@ def run(monkeypatch: pytest.MonkeyPatch, allocator: dict[str, Any] | None = None
     if prepare is not None:
         prepare(torch, fake)
     spec = build_spec(RUN, (), marker, "in test")
-    options = {"device": spec.run.device, "cuda_history": spec.run.cuda_history}
+    options = probe_options(spec)
     probes = {name: create(name, options) for name in spec.probes}
     m = Measurement(spec, probes, capacity_for(spec))
     for _ in measure(spec, probes, m):

@@ -99,6 +99,8 @@ class FakeAllocator:
         self.synced = 0
         self.cleared = 0
         self.snapshots = 0
+        #: The highest of each ``.current`` figure since the latest reset, by device.
+        self.peaks: list[dict[str, float]] = [{} for _ in range(devices)]
         #: The settings string last set (torch returns it as it was given).
         self.settings = "expandable_segments:True" if expandable else ""
 
@@ -148,7 +150,19 @@ class FakeAllocator:
         self.blocks[address] = block
         self._record("alloc", block)
         self._reserve(block.device)
+        self._note_peaks(block.device)
         return address
+
+    def _note_peaks(self, device: int) -> None:
+        peaks = self.peaks[device]
+        for key, value in self._current(device).items():
+            if key.endswith(".current") and value > peaks.get(key, 0):
+                peaks[key] = value
+
+    def reset_peak_memory_stats(self, device: Any = None) -> None:
+        index = self._index(device)
+        self.peaks[index] = {key: value for key, value in self._current(index).items()
+                             if key.endswith(".current")}
 
     def free(self, address: int) -> None:
         if self.uncached.pop(address, None) is not None:
@@ -207,6 +221,12 @@ class FakeAllocator:
         if not self.initialised:
             return {}
         index = self._index(device)
+        stats = self._current(index)
+        for key, value in self.peaks[index].items():
+            stats[key[: -len("current")] + "peak"] = max(int(value), stats[key])
+        return stats
+
+    def _current(self, index: int) -> dict[str, int]:
         stats = {f"{group}.{pool}.{metric}": 0
                  for group in STAT_GROUPS for pool in POOLS for metric in METRICS}
         stats.update({name: 0 for name in SCALARS})

@@ -114,6 +114,7 @@ def make(leak: int = 0, available: bool = True, backend: str = "native",
     cuda.get_device_name = lambda device=None: (current_device(), "Fake GPU")[1]
     cuda.synchronize = synchronize
     cuda.memory_stats = allocator.memory_stats
+    cuda.reset_peak_memory_stats = allocator.reset_peak_memory_stats
     cuda.mem_get_info = allocator.mem_get_info
     cuda.memory = memory
     torch.fake_allocator = allocator  # type: ignore[attr-defined]  # for inner test runs

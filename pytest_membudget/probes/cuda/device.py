@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_membudget.probes.cuda.history import History
+from pytest_membudget.probes.cuda.peak import reserved_at_peak
 from pytest_membudget.probes.shared import SharedSource
+
+#: The suffix of torch's peak figures in memory_stats.
+PEAK = ".peak"
 
 
 class DeviceStats(SharedSource):
@@ -31,6 +36,9 @@ class DeviceStats(SharedSource):
         self.ready = False
         self.clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
         self.history: History | None = None
+        #: The open peak marks: each holder's highest figures, kept across the resets of
+        #: the holders opened after it (a phase inside a run).
+        self.marks: list[dict[str, float]] = []
 
     @classmethod
     def for_device(cls, device: str | None, reads_stats: bool, syncs: bool) -> DeviceStats:
@@ -70,10 +78,10 @@ class DeviceStats(SharedSource):
         if self.clear_workspaces is not None:
             self.clear_workspaces()
 
-    def start_history(self) -> None:
+    def start_history(self, trace: bool = False) -> None:
         if self.history is None:
             self.release_workspaces()
-            self.history = History(self.torch, self.index)
+            self.history = History(self.torch, self.index, trace)
             self.history.start()
 
     def evidence(self) -> dict[str, Any] | None:
@@ -81,6 +89,52 @@ class DeviceStats(SharedSource):
             return None
         self.release_workspaces()
         return self.history.evidence()
+
+    # -- peaks --------------------------------------------------------------------------------
+
+    def open_mark(self) -> dict[str, float]:
+        """A peak mark from now: the open marks take the device's peaks so far, then torch's
+        peak figures start again (``reset_peak_memory_stats``: process-wide)."""
+        self._fold()
+        reset = getattr(self.torch.cuda, "reset_peak_memory_stats", None)
+        if reset is not None:
+            reset(self.device)
+        mark: dict[str, float] = {}
+        self.marks.append(mark)
+        return mark
+
+    def _fold(self) -> None:
+        if not self.marks:
+            return
+        stats = self.torch.cuda.memory_stats(self.device)
+        for mark in self.marks:
+            for key, value in stats.items():
+                if key.endswith(PEAK) and value > mark.get(key, -math.inf):
+                    mark[key] = float(value)
+
+    def peaks(self, mark: dict[str, float]) -> dict[str, float]:
+        """Every peak figure of ``mark``: torch's since the latest reset, or what an earlier
+        reset folded in, whichever is higher; and the retries so far."""
+        stats = self.torch.cuda.memory_stats(self.device)
+        found = {key: max(float(value), mark.get(key, -math.inf))
+                 for key, value in stats.items() if key.endswith(PEAK)}
+        found["num_alloc_retries"] = float(stats.get("num_alloc_retries", 0))
+        return found
+
+    def close_mark(self, mark: dict[str, float]) -> None:
+        if mark in self.marks:
+            self.marks.remove(mark)
+
+    def peak_evidence(self, mark: dict[str, float] | None) -> dict[str, Any]:
+        """What the reserve was made of at its peak, and, with the allocator's trace, the
+        blocks live at the peak of the window's allocations."""
+        found: dict[str, Any] = {}
+        if mark is not None:
+            found["cuda_reserved"] = reserved_at_peak(self.peaks(mark))
+        if self.history is not None:
+            self.release_workspaces()
+            found.update(self.history.peak_evidence())
+        return found
 
     def stop_history(self) -> None:
         if self.history is not None:

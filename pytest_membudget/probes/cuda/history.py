@@ -19,16 +19,24 @@ from pytest_membudget.probes.cuda.allocator import (
     allocator_backend,
     caching_off,
 )
+from pytest_membudget.probes.cuda.peak import peak_blocks
 from pytest_membudget.probes.cuda.snapshot import live_keys, live_window_blocks
+
+#: Events kept in the allocator's trace when a peak must be replayed from it (torch keeps the
+#: latest this many: a window of more events loses its earliest).
+TRACE_ENTRIES = 1_000_000
 
 
 class History:
     """Started right before the window (after the cuBLAS workspaces were released), asked for
     evidence at most once, stopped at the end of the run."""
 
-    def __init__(self, torch: Any, index: int) -> None:
+    def __init__(self, torch: Any, index: int, trace: bool = False) -> None:
         self.torch = torch
         self.index = index
+        #: Record every allocation and free (the trace a peak is replayed from), not only
+        #: the frames of live blocks.
+        self.trace = trace
         #: Whether this run switched recording on (and so switches it off again).
         self.ours = False
         #: Why there is no history, in words for the report.
@@ -37,6 +45,7 @@ class History:
         #: growth, whoever allocated it.
         self.before: frozenset[tuple[Any, ...]] = frozenset()
         self.found: dict[str, Any] | None = None
+        self.taken: dict[str, Any] | str | None = None
 
     def start(self) -> None:
         self.problem = self._refusal()
@@ -49,8 +58,12 @@ class History:
         try:
             self.before = live_keys(memory._snapshot(), self.index)
             if not already_on:
-                memory._record_memory_history(enabled="state", context="state",
-                                              stacks="python")
+                if self.trace:
+                    memory._record_memory_history(enabled="all", context="all",
+                                                  stacks="python", max_entries=TRACE_ENTRIES)
+                else:
+                    memory._record_memory_history(enabled="state", context="state",
+                                                  stacks="python")
                 self.ours = True
         except TypeError as exc:
             self.problem = (f"torch could not record the allocator history ({_said(exc)}); "
@@ -76,13 +89,34 @@ class History:
             self.found = {"cuda_history": self.problem} if self.problem else self._blocks()
         return self.found
 
+    def _snapshot(self) -> dict[str, Any] | str:
+        """The run's one snapshot after the window (its growth and its peak are both read
+        from it), or why torch gave none."""
+        if self.taken is None:
+            try:
+                self.taken = self.torch.cuda.memory._snapshot()
+            except REFUSALS as exc:
+                self.taken = f"torch could not take a memory snapshot ({_said(exc)})"
+        return self.taken
+
     def _blocks(self) -> dict[str, Any]:
-        try:
-            snapshot = self.torch.cuda.memory._snapshot()
-        except REFUSALS as exc:
-            return {"cuda_history": f"torch could not take a memory snapshot ({_said(exc)})"}
+        snapshot = self._snapshot()
+        if isinstance(snapshot, str):
+            return {"cuda_history": snapshot}
         return {"cuda_blocks": live_window_blocks(snapshot, device=self.index,
                                                   exclude=self.before)}
+
+    def peak_evidence(self) -> dict[str, Any]:
+        """The blocks live at the peak of the window's allocations, replayed from the trace
+        (cuda/peak.py); the reason where there is none."""
+        if self.problem:
+            return {"cuda_history": self.problem}
+        if not self.trace:
+            return {}
+        snapshot = self._snapshot()
+        if isinstance(snapshot, str):
+            return {"cuda_history": snapshot}
+        return {"cuda_peak": peak_blocks(snapshot, self.index)}
 
     def stop(self) -> None:
         if self.ours:

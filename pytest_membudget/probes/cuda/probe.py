@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat, unavailable_reason
-from pytest_membudget.probes.cuda.device import DeviceStats
+from pytest_membudget.probes.cuda.device import PEAK, DeviceStats
 
 
 class CudaProbe(Probe):
@@ -33,6 +33,7 @@ class CudaProbe(Probe):
         self.name = name
         self.device: str | None = self.options.get("device")
         self.source: DeviceStats | None = None
+        self.mark: dict[str, float] | None = None
 
     def unavailable(self) -> str | None:
         return unavailable_reason(self.device, self.name)
@@ -40,14 +41,27 @@ class CudaProbe(Probe):
     def start(self) -> None:
         self.source = DeviceStats.for_device(self.device, self.reads_stats, self.syncs)
         self.source.init_context()
+        # Only where a peak or rise is budgeted: the reset is torch's, for the whole process.
+        self.mark = self.source.open_mark() if self.options.get("cuda_peaks") else None
 
     def before_window(self) -> None:
         assert self.source is not None
         if self.options.get("cuda_history"):
-            self.source.start_history()
+            self.source.start_history(trace=bool(self.options.get("cuda_peaks")))
 
     def evidence(self) -> dict[str, Any] | None:
         return self.source.evidence() if self.source is not None else None
+
+    def peak(self) -> float | None:
+        """The allocator's own peak of this figure since the run started (torch keeps it
+        between samples: a peak inside one call is seen)."""
+        key = STAT_KEYS.get(self.name, "")
+        if self.mark is None or self.source is None or not key.endswith(".current"):
+            return None
+        return self.source.peaks(self.mark).get(key[: -len(".current")] + PEAK)
+
+    def peak_evidence(self) -> dict[str, Any] | None:
+        return self.source.peak_evidence(self.mark) if self.source is not None else None
 
     def sync(self) -> None:
         assert self.source is not None
@@ -58,6 +72,9 @@ class CudaProbe(Probe):
         return stat(self.source.stats, self.name)
 
     def stop(self) -> None:
+        if self.source is not None and self.mark is not None:
+            self.source.close_mark(self.mark)
+            self.mark = None
         if self.source is not None:
             self.source.release(stat_users=self.reads_stats, sync_users=self.syncs)
             self.source = None

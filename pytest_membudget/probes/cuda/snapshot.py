@@ -20,7 +20,7 @@ it). Keys not read, on purpose: the trace (``device_traces``, with ``time_us``,
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from pytest_membudget.probes.cuda.stacks import Frame, Origin, origin
@@ -67,7 +67,8 @@ def live_keys(snapshot: Mapping[str, Any], device: int | None = None) -> frozens
                      for _, block, address in live_blocks(snapshot, device))
 
 
-def _row(found: Origin, segment: Mapping[str, Any]) -> dict[str, Any]:
+def block_row(found: Origin, segment: Mapping[str, Any]) -> dict[str, Any]:
+    """The row a block is grouped under: where it came from, and its pool."""
     row: dict[str, Any] = {"origin": found.kind, "file": None, "line": None,
                            "function": None, "pool": str(segment.get("segment_type", "?"))}
     if found.site is not None:
@@ -88,12 +89,18 @@ def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10, device: int |
     they came from and their pool, largest first. A row names a line (``file``, ``line``,
     ``function``, and ``via_*`` for the user's line beneath a library's), or, for blocks without
     a Python frame, none (``file`` None, and the ``stream``); ``origin`` says which."""
+    return grouped(((block, segment) for segment, block, address in live_blocks(snapshot, device)
+                    if not (exclude and block_key(block, address) in exclude)), top)
+
+
+def grouped(blocks: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
+            top: int = 10) -> list[dict[str, Any]]:
+    """(block, its segment) pairs grouped by where the block came from and its pool, with
+    their bytes and count, largest first."""
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    for segment, block, address in live_blocks(snapshot, device):
-        if exclude and block_key(block, address) in exclude:
-            continue
+    for block, segment in blocks:
         found = origin(block, block_frames(block))
-        entry = groups.setdefault(tuple(_row(found, segment).items()), [0, 0])
+        entry = groups.setdefault(tuple(block_row(found, segment).items()), [0, 0])
         entry[0] += int(block.get("size", 0))
         entry[1] += 1
     rows = [{**dict(key), "bytes": size, "blocks": n} for key, (size, n) in groups.items()]
