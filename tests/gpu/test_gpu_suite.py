@@ -65,3 +65,12 @@ def test_backward_growth_is_named_in_the_evidence(inner: InnerRun) -> None:
 def test_same_verdicts_under_xdist(serial_run: InnerRun, xdist_run: InnerRun) -> None:
     assert {name: verdicts(xdist_run, name) for name in EXPECTED} == {
         name: verdicts(serial_run, name) for name in EXPECTED}
+
+
+def test_a_transient_peak_is_named_with_its_line(inner: InnerRun) -> None:
+    name = "test_transient_activation_rises_above_the_budget"
+    evidence = inner.test(name)["peak_evidence"]
+    rows = evidence["cuda_peak"]["blocks"]
+    assert rows[0]["line"] == line_of(str(inner.path), "# PEAK_TRANSIENT"), rows
+    assert rows[0]["bytes"] >= 64 * 2**20 and evidence["cuda_reserved"]["allocated"] >= 64 * 2**20
+    assert inner.test(name)["probes"]["cuda_allocated"]["rise"] >= 64 * 2**20

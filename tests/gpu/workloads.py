@@ -165,3 +165,16 @@ def test_backward_leak_grows_in_backward(membudget):
         grads.append(g)
 
     membudget.run(step)
+
+
+@pytest.mark.membudget(cuda_allocated_rise="32 MiB", cuda_history=True)
+def test_transient_activation_rises_above_the_budget(membudget):
+    """One call that holds 64 MiB on the device for a moment and frees it: a rise no sample
+    between calls sees, which the allocator's own peak and its trace do."""
+
+    def step() -> None:
+        big = torch.empty(64 * 2**20, dtype=torch.uint8, device=DEV)  # PEAK_TRANSIENT
+        big.fill_(1)
+        del big
+
+    membudget.run(step)
