@@ -33,6 +33,10 @@ def file_name(nodeid: str) -> str:
     return f"{readable[:120]}-{digest}.png"
 
 
+#: Fewest samples of the window a fitted slope is drawn on.
+MIN_FITTED = 4
+
+
 def _finite(value: Any) -> bool:
     return value is not None and math.isfinite(float(value))
 
@@ -78,7 +82,7 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     window = list(zip(xs[window_start:], ys[window_start:], strict=True))
     slope, budgets = data.get("slope"), data.get("budgets", {})
     ci = data.get("ci") or [None, None]
-    if slope is not None and len(window) >= 2:
+    if slope is not None and len(window) >= MIN_FITTED:
         tx, ty = _tail([x for x, _ in window], [y for _, y in window])
         centre, level = _anchor(tx, ty, slope / scale)
         start = level + slope / scale * (tx[0] - centre)
@@ -99,14 +103,29 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
                       label=f"budget {fmt(probe, budgets['slope'], per_iter=True)}")
     if window:
         # Scaled to the measured window: warm-up samples (taken before collecting garbage)
-        # and far-away budget lines would flatten the part that is judged.
+        # and far-away budget lines would flatten the part that is judged. A footprint's
+        # peak and its ceiling are what is judged there: they are in view.
         low, high = min(y for _, y in window), max(y for _, y in window)
+        footprint: list[float] = []
+        if ((budgets.get("peak") is not None or budgets.get("rise") is not None)
+                and _finite(data.get("peak"))):
+            footprint.append(float(data["peak"]))
+        if budgets.get("rise") is not None and _finite(data.get("start")):
+            footprint.append(float(data["start"]) + budgets["rise"])
+        high = max([high, *(v / scale for v in footprint)])
         pad = max((high - low) * 0.25, abs(high) * 0.002, 1e-9)
         axes.set_ylim(low - pad, high + pad)
     peak_budget = budgets.get("peak")
     if peak_budget is not None and ys:
         axes.axhline(peak_budget / scale, linestyle=":", color="#8172b2",
                      label=f"peak budget {fmt(probe, peak_budget)}")
+    rise_budget = budgets.get("rise")
+    if rise_budget is not None and ys and _finite(data.get("start")):
+        axes.axhline((float(data["start"]) + rise_budget) / scale, linestyle=":",
+                     color="#8172b2", label=f"rise budget: start + {fmt(probe, rise_budget)}")
+    if (peak_budget is not None or rise_budget is not None) and _finite(data.get("peak")):
+        axes.axhline(float(data["peak"]) / scale, linestyle="-", color="#c44e52",
+                     linewidth=0.8, label=f"peak {fmt(probe, data['peak'])}")
     verdict = data.get("verdict", "")
     colour = {ProbeVerdict.FAIL.value: "#c44e52",
               ProbeVerdict.PASS.value: "#2d7d46"}.get(verdict, "#555555")
@@ -114,6 +133,34 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     axes.set_ylabel(unit)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=7, loc="upper left")
+
+
+def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:
+    """A footprint's run over time, as the peak watch read it: RSS and traced bytes, the
+    highest reading marked, and what the rise was made of at the peak."""
+    from pytest_membudget.render.footprint import kinds_line
+
+    timeline = evidence["timeline"]
+    seconds, rss, traced = timeline["seconds"], timeline["rss"], timeline.get("traced", [])
+    scale, unit = _scale("rss", rss)
+    axes.plot(seconds, [v / scale for v in rss], color="#4c72b0", linewidth=1.0, label="RSS")
+    if any(traced):
+        axes.plot(seconds, [v / scale for v in traced], color="#dd8452", linewidth=1.0,
+                  label="traced by tracemalloc")
+    found = evidence.get("composition") or {}
+    peak_at = evidence.get("peak_at")
+    if peak_at is not None and found.get("rss_peak") is not None:
+        axes.plot([peak_at], [found["rss_peak"] / scale], "v", color="#c44e52", markersize=7,
+                  label=f"highest reading, {fmt('rss', found['rss_peak'])}")
+    if found:
+        axes.text(0.01, 0.02, "rise made of: " + kinds_line(found.get("kinds", {}),
+                                                           found.get("rise")),
+                  transform=axes.transAxes, fontsize=7, va="bottom", wrap=True)
+    axes.set_title("the run over time (peak watch)", loc="left", fontsize=10)
+    axes.set_xlabel("seconds")
+    axes.set_ylabel(unit)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7, loc="upper right")
 
 
 def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
@@ -124,12 +171,20 @@ def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
     from matplotlib.figure import Figure
 
     probes = {name: p for name, p in test.get("probes", {}).items() if p.get("samples")}
-    figure = Figure(figsize=(8.5, 1.0 + 2.6 * max(len(probes), 1)), layout="constrained")
-    panels = figure.subplots(max(len(probes), 1), 1, sharex=True, squeeze=False)[:, 0]
-    for axes, (name, probe) in zip(panels, probes.items(), strict=False):
+    evidence = test.get("peak_evidence") or {}
+    timeline = evidence.get("timeline") or {}
+    drawn = max(len(probes), 1) + (1 if timeline.get("seconds") else 0)
+    figure = Figure(figsize=(8.5, 1.0 + 2.6 * drawn), layout="constrained")
+    panels = figure.subplots(drawn, 1, squeeze=False)[:, 0]
+    series = panels[: max(len(probes), 1)]
+    for axes in series[1:]:
+        axes.sharex(series[0])
+    for axes, (name, probe) in zip(series, probes.items(), strict=False):
         draw_probe(axes, name, probe, int(test.get("warmup", 0)),
                    int(test.get("window_start", 0)))
-    panels[-1].set_xlabel("iteration")
+    series[-1].set_xlabel("iteration")
+    if timeline.get("seconds"):
+        draw_timeline(panels[-1], evidence)
     passed = "passed" if test.get("passed") else "FAILED"
     figure.suptitle(f"{nodeid}\n{test.get('iterations')} measured iterations after "
                     f"{test.get('warmup')} warm-up: budgets {passed}", fontsize=10)

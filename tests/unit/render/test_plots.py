@@ -47,3 +47,33 @@ def test_plot_all_draws_tests_with_samples(tmp_path: Path) -> None:
     assert [p.name for p in written] == [plots.file_name("t.py::test_leak")]
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert written[0].stat().st_size > 10_000
+
+
+def test_a_footprint_failure_draws_the_run_over_time(tmp_path) -> None:
+    """The peak watch's timeline gets a panel of its own, with the highest reading marked
+    and what the rise was made of."""
+    from pytest_membudget.render.plots import plot_test
+
+    mib = 1024.0**2
+    test = {
+        "passed": False, "iterations": 1, "warmup": 0, "window_start": 1,
+        "probes": {"rss": {"samples": [50 * mib, 50 * mib, 51 * mib],
+                           "sample_iterations": [0, 0, 1], "slope": 0.0, "ci": [0.0, 0.0],
+                           "start": 50 * mib, "peak": 210 * mib,
+                           "budgets": {"slope": None, "rise": 20 * mib}, "verdict": "fail"}},
+        "peak_evidence": {
+            "timeline": {"seconds": [0.0, 0.1, 0.2, 0.3], "rss": [50 * mib, 120 * mib,
+                                                                  210 * mib, 51 * mib],
+                         "traced": [0.0, 70 * mib, 160 * mib, 0.0]},
+            "peak_at": 0.2,
+            "composition": {"rss_peak": 210 * mib, "rise": 160 * mib,
+                            "kinds": {"python": 160 * mib, "native": 0.0}}},
+    }
+    path = plot_test("t.py::test_phase", test, tmp_path / "plot.png")
+    assert path.stat().st_size > 10_000
+    import matplotlib.image
+
+    height = matplotlib.image.imread(path).shape[0]
+    bare = {**test, "peak_evidence": {}}
+    plain = plot_test("t.py::test_phase", bare, tmp_path / "plain.png")
+    assert height > matplotlib.image.imread(plain).shape[0]  # one more panel
