@@ -8,6 +8,7 @@ from pytest_membudget.distributed import OversubscribedWarning
 from pytest_membudget.measure.results import (
     BudgetExceeded,
     BudgetOutcome,
+    FootprintRunaway,
     MembudgetResult,
     ProbeResult,
 )
@@ -17,8 +18,9 @@ __version__ = "0.1.0"
 
 # Failures print as pytest_membudget.BudgetExceeded, the name users catch, wherever the class
 # is defined.
-BudgetExceeded.__module__ = __name__
+BudgetExceeded.__module__ = FootprintRunaway.__module__ = __name__
 
-__all__ = ["BudgetExceeded", "BudgetKind", "BudgetOutcome", "MembudgetResult",
+__all__ = ["BudgetExceeded", "BudgetKind", "BudgetOutcome", "FootprintRunaway",
+           "MembudgetResult",
            "OversubscribedWarning", "ProbeResult", "ProbeVerdict", "Status", "StopReason",
            "__version__"]

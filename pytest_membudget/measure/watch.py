@@ -186,8 +186,10 @@ class PeakWatch:
                         self._attribute(where, rss - attributed)
                         attributed = rss
                     if taken is not None:
-                        self._peak = self._reader.reading(taken)
+                        # The stacks after the capture (their files let go of the GIL):
+                        # threads come and go slowly beside the rest.
                         self._reader.refresh_stacks()
+                        self._peak = self._reader.reading(taken)
                         next_reading = rss + max(LEAST_COMPOSITION_STEP,
                                                  COMPOSITION_SHARE * (rss - start))
                 now = clock() - self._began
@@ -227,6 +229,8 @@ class PeakWatch:
 
     def _attribute(self, where: tuple[Where | None, Where | None], amount: float) -> None:
         inner, user = where
+        if inner is not None and is_own(inner[0]):
+            return  # the plugin's own work between calls (a sample), not the workload's
         key = (user, inner)
         line = self._lines.get(key)
         if line is None:
@@ -263,13 +267,20 @@ class PeakWatch:
             functions.setdefault(key, []).append(line)
         found = []
         for lines in functions.values():
+            # One line ran with different libraries beneath it: its bytes are one figure.
+            by_line: dict[int, float] = {}
+            for line in lines:
+                shown = line.frames[0] or line.frames[1]
+                number = shown[1] if shown is not None else 0
+                by_line[number] = by_line.get(number, 0.0) + line.bytes
             lines.sort(key=lambda line: line.bytes, reverse=True)
             entry = _describe(lines[0])
-            entry["bytes"] = round(sum(line.bytes for line in lines))
-            others = [{"line": (line.frames[0] or line.frames[1])[1],
-                       "bytes": round(line.bytes)} for line in lines[1:] if line.frames != ()]
+            entry["bytes"] = round(sum(by_line.values()))
+            others = sorted(((number, size) for number, size in by_line.items()
+                             if number != entry.get("line")), key=lambda item: -item[1])
             if others:
-                entry["other_lines"] = others[:OTHER_LINES]
+                entry["other_lines"] = [{"line": number, "bytes": round(size)}
+                                        for number, size in others[:OTHER_LINES]]
             found.append(entry)
         return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
 
