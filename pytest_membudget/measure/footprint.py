@@ -5,11 +5,13 @@ holds)."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Generator
 from typing import Any
 
 import numpy as np
 
+from pytest_membudget.evidence.census import type_counts
 from pytest_membudget.evidence.peak import PeakCensus, census_wanted, peak_report, traced_call
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
@@ -19,6 +21,11 @@ from pytest_membudget.vocabulary import Status
 
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
+#: Object types listed in the evidence, those kept at least this many times, and not this
+#: package's own.
+TYPES = 8
+FEWEST_KEPT = 32
+OWN_TYPES = "pytest_membudget."
 
 
 def footprint_budgets(spec: BudgetSpec) -> bool:
@@ -54,6 +61,29 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
         if any(o.status is Status.FAIL and o.budget.kind.footprint for o in judgement.outcomes):
             found.append((name, judgement.peak - starts.get(name, float("nan"))))
     return sorted(found, key=lambda entry: -entry[1] if entry[1] == entry[1] else 0.0)
+
+
+def types_at_start(spec: BudgetSpec) -> Counter[str] | None:
+    """The objects alive by type (the untracked ones that containers hold included) before a
+    run with footprint budgets, for the types it leaves alive; None for other runs. A walk
+    of the heap: tens of milliseconds in a test process."""
+    return type_counts() if footprint_budgets(spec) else None
+
+
+def kept_types(m: Measurement, start: Counter[str] | None) -> dict[str, Any] | None:
+    """For a failing peak or rise: the object types alive at the end of the run that were
+    not at its start (what it kept: a cache it filled), by count. Counted after the window's
+    freeze is lifted, before any rerun. None where no footprint budget failed."""
+    if start is None or not failing_footprint(m):
+        return None
+    began = time.perf_counter()
+    grown = type_counts(exclude=(start,))
+    grown.subtract(start)
+    # The plugin's own records (the watch's readings, the verdict) and a few stray objects
+    # are not what a footprint is made of.
+    rows = [{"type": name, "count": count} for name, count in grown.most_common()
+            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
+    return {"rows": rows, "seconds": round(time.perf_counter() - began, 6)}
 
 
 def peak_evidence(m: Measurement, iteration: int,

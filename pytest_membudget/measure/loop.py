@@ -94,6 +94,7 @@ def measure(
     m.started = time.perf_counter()
     peak_watch = footprint.watch_for(spec, watch)
     if peak_watch is not None:
+    start_types = footprint.types_at_start(spec) if spec.run.evidence else None
         peak_watch.prepare()
     try:
         probe_set.start()
@@ -117,10 +118,13 @@ def measure(
             collection.release()  # evidence must see every object, the old ones too
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
+            types = footprint.kept_types(m, start_types)
             m.peak_evidence = yield from footprint.peak_evidence(
                 m, iteration + m.evidence.get("iterations", 0), probe_set)
     finally:
         if peak_watch is not None:
+            if types is not None and m.peak_evidence:
+                m.peak_evidence["types"] = types
             m.watched = peak_watch.stop()
         collection.release()
         probe_set.stop()

@@ -123,6 +123,15 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     return lines
 
 
+def type_lines(types: dict[str, Any]) -> list[str]:
+    """The object types alive at the end of the run that were not at its start."""
+    rows = types.get("rows") or []
+    if not rows:
+        return []
+    return ["  object types the run left alive (new since its start):",
+            *(f"    {row['type']}: +{row['count']:,}" for row in rows)]
+
+
 def line_summary(entry: dict[str, Any]) -> str:
     """'t.py:6 153 MiB transient' for one line of the live set."""
     file, line = (entry["via_file"], entry["via_line"]) if entry.get("via_file") else (
@@ -156,6 +165,7 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         more = evidence.get("more", {})
         if more.get("lines"):
             lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
+    lines += type_lines(evidence.get("types") or {})
     if "traced_peak" in census:
         peak = census["traced_peak"] or 0
         share = f" ({census['captured'] / peak:.0%})" if peak > 0 else ""
