@@ -194,3 +194,30 @@ def test_phase_misuse_gets_a_clear_error(pytester: pytest.Pytester) -> None:
         "*test_no_name: membudget.phase() takes a name for the phase*",
         "*test_kept: membudget.phase('late') was entered outside the test*",
     ])
+
+
+CACHE_OF_ARRAYS = """
+import numpy as np, pytest
+
+CACHE = {}
+
+def fill():
+    for state in range(20_000):
+        CACHE[state] = {a: np.zeros(2, dtype=np.int8) for a in range(10)}
+
+@pytest.mark.membudget(rss_rise="16 MiB")
+def test_cache(membudget):
+    membudget.run(fill)
+"""
+
+
+def test_a_retained_cache_names_the_types_it_left_alive(pytester: pytest.Pytester) -> None:
+    result, tests = run(pytester, CACHE_OF_ARRAYS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*object types the run left alive (new since its start):*",
+                                 "*numpy.ndarray: +200,0??*", "*dict: +20,0??*"])
+    evidence = tests["test_cache"]["peak_evidence"]
+    rows = {row["type"]: row["count"] for row in evidence["types"]["rows"]}
+    assert rows["numpy.ndarray"] >= 200_000 and rows["dict"] >= 20_000
+    # A cache's many small objects: where RSS rose, with its line first.
+    assert evidence["lines"][0]["line"] == 7
