@@ -29,12 +29,17 @@ class HeapProbe(Probe):
     def read(self) -> float:
         # The workload's peak since the latest sample, taken before the other probes' reads
         # (gc_objects lists every object): they are never the workload's peak.
-        TRACED_PEAK.fold()
-        return float(tracemalloc.get_traced_memory()[0])
+        current, peak = tracemalloc.get_traced_memory()
+        mark = self._mark
+        if mark is not None and peak > mark.folded:
+            TRACED_PEAK.fold(peak)
+        return float(current)
 
     def after_sample(self) -> None:
+        # The readings since this sample's first are the plugin's, not the workload's: the
+        # peak starts again (TRACED_PEAK's discard, inlined: this is the sampling path).
         if self._mark is not None:
-            TRACED_PEAK.discard()
+            tracemalloc.reset_peak()
 
     @property
     def owns_tracer(self) -> bool:

@@ -39,10 +39,12 @@ class Ledger:
         self._reset = reset
         self.marks: list[Mark] = []
 
-    def fold(self) -> None:
-        """Fold the source's current peak into every open mark."""
+    def fold(self, peak: float | None = None) -> None:
+        """Fold the source's current peak (``peak``, where the caller has just read it) into
+        every open mark."""
         if self.marks:
-            peak = self.read()
+            if peak is None:
+                peak = self.read()
             for mark in self.marks:
                 if peak > mark.folded:
                     mark.folded = peak
