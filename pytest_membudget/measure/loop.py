@@ -93,8 +93,8 @@ def measure(
     _prime_judgement(spec)
     m.started = time.perf_counter()
     peak_watch = footprint.watch_for(spec, watch)
-    if peak_watch is not None:
     start_types = footprint.types_at_start(spec) if spec.run.evidence else None
+    if peak_watch is not None:
         peak_watch.prepare()
     try:
         probe_set.start()
@@ -116,15 +116,15 @@ def measure(
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
+            types = footprint.kept_types(m, start_types)
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
-            types = footprint.kept_types(m, start_types)
             m.peak_evidence = yield from footprint.peak_evidence(
                 m, iteration + m.evidence.get("iterations", 0), probe_set)
-    finally:
-        if peak_watch is not None:
             if types is not None and m.peak_evidence:
                 m.peak_evidence["types"] = types
+    finally:
+        if peak_watch is not None:
             m.watched = peak_watch.stop()
         collection.release()
         probe_set.stop()
