@@ -34,6 +34,10 @@ SHORTEST_SECONDS = 6.0
 #: Fewest measured calls of any auto verdict: the judged tail (the second half) needs eight
 #: blocks of at least one sample each, and room for one noisy block.
 FEWEST_CALLS = 24
+#: Seconds of measured work after which a clean verdict stands (Reading.CLEAN: every budget
+#: passes and the exact counters beside RSS are flat beyond doubt): a clean heavy step is
+#: passed as soon as that is settled. A step under about 4.7 ms reaches 640 calls first.
+CLEAN_SECONDS = 3.0
 #: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
 #: passes clearly when even its upper bound would not add up to one resolution step over the
 #: second half of a run this long. Sample storage for this many iterations is allocated
@@ -52,6 +56,9 @@ class Reading(Enum):
 
     #: nothing fails and nothing is ambiguous
     PASS = "pass"
+    #: a pass beyond doubt: every budget passes, and the exact counters sampled beside each
+    #: coarse one (interpreter blocks, glibc's bytes in use) are flat
+    CLEAN = "clean"
     #: nothing fails, something could still go either way
     AMBIGUOUS = "ambiguous"
     #: a budget fails
@@ -140,6 +147,18 @@ class RunPolicy:
         return measured >= self._capped(self.shortest) or (
             elapsed >= self.shortest_seconds and measured >= FEWEST_CALLS)
 
+    @property
+    def clean_seconds(self) -> float:
+        """Seconds of work after which a clean verdict stands: CLEAN_SECONDS, or the
+        shortest verdict in seconds where that is shorter (the sweep's confirmation)."""
+        return min(CLEAN_SECONDS, self.shortest_seconds)
+
+    def stands_clean(self, measured: int, elapsed: float) -> bool:
+        """Whether a clean verdict may stand: as any verdict, or after clean_seconds of
+        work on at least FEWEST_CALLS calls."""
+        return self.stands(measured, elapsed) or (
+            elapsed >= self.clean_seconds and measured >= FEWEST_CALLS)
+
     def calls_to_verdict(self, call_seconds: float) -> int:
         """The measured calls an auto run takes to a confirmed failure at ``call_seconds`` a
         call (a pass stands no later): the shortest verdict in calls, or, for a slow call,
@@ -173,9 +192,15 @@ class RunPolicy:
                 return StopReason.CLEAR
             last = max(shortest, confirm_at)
             return Checkpoint(last, last, by=self.shortest_seconds)
+        if reading is Reading.CLEAN and self.stands_clean(measured, elapsed):
+            return StopReason.CLEAR
         if reading is Reading.PASS and self.stands(measured, elapsed):
             return StopReason.CLEAR
         at = self._capped(math.ceil(measured * CHECKPOINT_GROWTH))
+        if reading is Reading.CLEAN:
+            # Clean so far: nothing to judge before the shortest verdict or the clean
+            # seconds, whichever comes first.
+            return Checkpoint(max(at, shortest), by=self.clean_seconds)
         if reading is Reading.PASS:
             # Flat so far: nothing to judge before the shortest verdict.
             return Checkpoint(max(at, shortest), by=self.shortest_seconds)
@@ -198,4 +223,6 @@ def reading_of(verdict: Verdict) -> Reading:
         if all(p.trend.growth >= PROBES[p.probe].ample_growth for p in failing):
             return Reading.FAIL_AMPLE
         return Reading.FAIL
-    return Reading.AMBIGUOUS if verdict.ambiguous else Reading.PASS
+    if verdict.ambiguous:
+        return Reading.AMBIGUOUS
+    return Reading.CLEAN if verdict.clean else Reading.PASS

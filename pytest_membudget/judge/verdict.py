@@ -47,6 +47,10 @@ class ProbeJudgement:
 @dataclass(frozen=True)
 class Verdict:
     probes: dict[str, ProbeJudgement]
+    #: Beyond doubt: every budget passes, and each coarse probe (rss, uss: a floor in the
+    #: catalog) is vouched for by exact counters sampled beside it that are flat (see
+    #: hold_back). An auto run may stand on a clean verdict sooner (policy.CLEAN_SECONDS).
+    clean: bool = False
 
     @property
     def failed(self) -> bool:
@@ -131,12 +135,22 @@ def judge(
     value there (for rise budgets)."""
     auto = spec.run.iterations is None
     starts = starts or {}
-    return Verdict({
+    judged = {
         probe: judge_probe(probe, spec.for_probe(probe), x, y, peaks.get(probe, float(y.max(
             initial=-math.inf))), spec.run.confidence, longest_tail, auto,
             starts.get(probe, math.nan))
         for probe, y in series.items()
-    })
+    }
+    return Verdict(judged, clean=_clean(judged, vouched=set()))
+
+
+def _clean(judged: dict[str, ProbeJudgement], vouched: set[str]) -> bool:
+    """Every budget passes, and every coarse probe with a slope budget is ``vouched`` for."""
+    return all(
+        o.status is PASS for p in judged.values() for o in p.outcomes
+    ) and all(
+        name in vouched for name, p in judged.items()
+        if PROBES[name].floor > 0 and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes))
 
 
 def witnesses(spec: BudgetSpec) -> dict[str, tuple[str, ...]]:
@@ -157,6 +171,12 @@ def witness_grows(t: Trend, witness: str, limit: float, longest_tail: float) -> 
                        longest_tail) is FAIL
 
 
+def witness_flat(t: Trend, witness: str, longest_tail: float) -> bool:
+    """Whether a witness is flat beyond doubt: its slope passes a budget of zero with its
+    own resolution over the longest run (the upper bound within it)."""
+    return judge_slope(t, 0.0, PROBES[witness].witness_resolution, longest_tail) is PASS
+
+
 def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
               witnessed: dict[str, tuple[str, ...]], confidence: float,
               longest_tail: float) -> Verdict:
@@ -169,24 +189,38 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
     it, the witness stops, or time is up: a witness still growing at the cap leaves the
     budget inconclusive, never a clear pass."""
     held = dict(verdict.probes)
+    vouched = set()
     for coarse, names in witnessed.items():
         judgement = held.get(coarse)
         present = [w for w in names if w in series]
         if judgement is None or not present:
             continue
-        passing = [o for o in judgement.outcomes
-                   if o.budget.kind is BudgetKind.SLOPE and o.status is PASS]
-        if not passing:
-            continue
         trends = {w: trend(x, series[w], confidence) for w in present}
+        flat = len(present) == len(names) and all(
+            witness_flat(t, w, longest_tail) for w, t in trends.items())
         outcomes = tuple(
-            Outcome(o.budget, AMBIGUOUS, o.measured)
-            if o in passing and any(witness_grows(t, w, o.budget.limit, longest_tail)
-                                    for w, t in trends.items())
-            else o
+            _witnessed(o, judgement.trend, trends, flat, coarse, x, series, longest_tail)
             for o in judgement.outcomes)
         held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
-    return Verdict(held)
+        if flat:
+            vouched.add(coarse)
+    return Verdict(held, clean=_clean(held, vouched))
+
+
+def _witnessed(o: Outcome, t: Trend, trends: dict[str, Trend], flat: bool, coarse: str,
+               x: FloatArray, series: dict[str, FloatArray], longest_tail: float) -> Outcome:
+    """One outcome of a coarse probe as its witnesses see it: a slope pass held back while a
+    witness grows clearly; a slope left open only for want of a long enough tail (the
+    probe's floor) passed when every witness is flat beyond doubt."""
+    if o.budget.kind is not BudgetKind.SLOPE:
+        return o
+    if o.status is PASS and any(witness_grows(wt, w, o.budget.limit, longest_tail)
+                                for w, wt in trends.items()):
+        return Outcome(o.budget, AMBIGUOUS, o.measured)
+    if o.status is AMBIGUOUS and flat and judge_slope(
+            t, o.budget.limit, resolution(coarse, series[coarse]), longest_tail) is PASS:
+        return Outcome(o.budget, PASS, o.measured)
+    return o
 
 
 def unsettle(verdict: Verdict, probes: set[str]) -> Verdict:
