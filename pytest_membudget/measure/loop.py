@@ -29,6 +29,7 @@ from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.stride import Stride
 from pytest_membudget.probes import Probe
+from pytest_membudget.probes.timing import IterCpuTimeProbe
 from pytest_membudget.vocabulary import Phase, Status, StopReason
 
 Sample = Callable[[int, float], None]
@@ -106,10 +107,11 @@ def measure(
         # After the probes' start (a trim, a reset), before the first sample.
         if peak_watch is not None:
             footprint.start_watch(peak_watch, spec)
-        iteration, stride = yield from _warm_up(m, sample, policy)
+        cpu = probe_set.cpu_time
+        iteration, stride = yield from _warm_up(m, sample, policy, cpu)
         collection.open_window()
         probe_set.before_window()
-        iteration = yield from _window(m, sample, rebase, stride, policy, iteration)
+        iteration = yield from _window(m, sample, rebase, stride, policy, iteration, cpu)
         m.source_peaks.update(probe_set.peaks())
         if peak_watch is not None:
             m.watched, peak_watch = peak_watch.stop(), None
@@ -132,21 +134,31 @@ def measure(
     return m
 
 
-def _warm_up(m: Measurement, sample: Sample,
-             policy: RunPolicy) -> Generator[int, None, tuple[int, Stride]]:
+def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
+             cpu: IterCpuTimeProbe | None) -> Generator[int, None, tuple[int, Stride]]:
     """Run the warm-up, sampled after every iteration but not judged; plan the window's
     stride from its median iteration time. Everything the plugin computes for itself happens
-    here, before the window's first sample, so that none of it lands inside the window."""
+    here, before the window's first sample, so that none of it lands inside the window.
+    ``cpu``: the CPU-time probe, lapped around each iteration, where it is sampled."""
     clock = time.perf_counter
     sample(0, math.nan)
     times = []
+    cpu_times = []
     for iteration in range(m.spec.run.warmup):
+        if cpu is not None:
+            cpu.resume()
         begin = clock()
         yield iteration
         elapsed = clock() - begin
         times.append(elapsed)
+        if cpu is not None:
+            cpu.lap(1)
+            cpu_times.append(cpu.value)
         sample(iteration + 1, elapsed)
     m.warmup_done = len(times)
+    if cpu is not None:
+        # The window's first sample, as iter_time's: the warm-up's median.
+        cpu.value = sorted(cpu_times)[len(cpu_times) // 2] if cpu_times else 0.0
     iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
     most = 1 if policy.every_call else Stride.most_for(policy.most_iterations, not policy.auto)
     m.stride = Stride(iteration_cost, most)
@@ -154,9 +166,12 @@ def _warm_up(m: Measurement, sample: Sample,
 
 
 def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: Stride,
-            policy: RunPolicy, iteration: int) -> Generator[int, None, int]:
+            policy: RunPolicy, iteration: int,
+            cpu: IterCpuTimeProbe | None) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
-    policy says so."""
+    policy says so. ``cpu``: the CPU-time probe, where it is sampled: its clock is read when
+    the workload resumes after a sample or a judgement and before the next sample, never
+    between two iterations."""
     clock = time.perf_counter
     deadline = m.started + m.spec.run.max_seconds
     checkpoint = policy.first()
@@ -176,6 +191,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
+    if cpu is not None:
+        cpu.resume()
     # The iterations since the last sample and their time: locals, the cheapest bookkeeping
     # between samples; the stride takes them over at each sample.
     since = 0
@@ -191,6 +208,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         out_of_time = auto and end > deadline
         due = m.measured >= at or (end >= due_time and m.measured >= FEWEST_CALLS)
         if since >= every or due or out_of_time:
+            if cpu is not None:
+                cpu.lap(since)
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
@@ -199,6 +218,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             if settle and m.measured in settle and m.settled():
                 m.stopped = StopReason.CLEAR
                 return iteration
+            if cpu is not None:
+                cpu.resume()
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
@@ -213,6 +234,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
             every = stride.thinned()
         rebase()
+        if cpu is not None:
+            cpu.resume()
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,

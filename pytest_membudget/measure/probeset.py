@@ -12,6 +12,7 @@ import numpy as np
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe
+from pytest_membudget.probes.timing import IterCpuTimeProbe
 from pytest_membudget.vocabulary import Phase
 
 
@@ -33,6 +34,9 @@ class ProbeSet:
         self.notes = list({type(p).note_iteration: p.note_iteration for p in probes.values()
                            if type(p).note_iteration is not Probe.note_iteration}.values())
         self.timing = probes.get("iter_time")
+        cpu = probes.get("iter_cpu_time")
+        #: The CPU-time probe the loop laps around the workload, where it is sampled.
+        self.cpu_time = cpu if isinstance(cpu, IterCpuTimeProbe) else None
         # The probes the plugin's own judgement between samples moves (see rebaser).
         moved = {column for column, name in enumerate(probes)
                  if name in PROBES and PROBES[name].own_memory}
