@@ -1,6 +1,7 @@
 """Native stacks with the ``native`` extra (memray): a leak in compiled code, called through
 ctypes, is named by its allocating function and the test line that called it. Skipped where
-memray or a C compiler is missing (.ci/run installs the extra and runs these)."""
+memray or a C compiler is missing (the test extra installs memray wherever the native extra
+does, on Linux and macOS)."""
 
 from __future__ import annotations
 
