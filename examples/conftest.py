@@ -28,11 +28,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cuda: needs a CUDA device; skipped unless torch.cuda.is_available()"
     )
-    config.addinivalue_line(
-        "markers",
-        "quiet_cpu: judges wall time (iter_time); skipped when the CPU is oversubscribed "
-        "(1-minute load average above the number of cores + 0.5)",
-    )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -55,18 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
-def cpu_oversubscribed() -> str | None:
-    """Why wall-time verdicts cannot be trusted now, or None."""
-    if not hasattr(os, "getloadavg"):
-        return None
-    load = os.getloadavg()[0]
-    cores = os.cpu_count() or 1
-    if load > cores + 0.5:
-        return (f"CPU oversubscribed (load average {load:.1f} on {cores} cores): other "
-                "processes' time slices would read as the loop slowing down or speeding up")
-    return None
-
-
 def release_free_memory() -> None:
     """Collect garbage and hand free heap pages back to the OS (glibc only).
 
@@ -87,10 +70,6 @@ def current_rss() -> int:
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     # Runs before the plugin's own setup hook reads the membudget markers.
     release_free_memory()
-    if item.get_closest_marker("quiet_cpu") is not None:
-        reason = cpu_oversubscribed()
-        if reason:
-            pytest.skip(reason)
     return (yield)
 
 
