@@ -219,6 +219,14 @@ class InMemoryStore(Store):
     def peak_cache_bytes(self) -> int:
         return _cache_bytes(self.world._attainment_cache or {})
 
+    def slice_bytes(self) -> dict[int, int]:
+        """Bytes of each timestep's slice of the cache, measured as the disk-sliced store
+        measures the one slice it holds."""
+        cache = self.world._attainment_cache or {}
+        return {t: _cache_bytes([cache[start + local]
+                                 for local in range(len(self.layers[t].states))])
+                for t, start in self.slice_starts.items()}
+
 
 class DiskSliceStore(Store):
     """One ``.npz`` file per timestep and artefact; nothing but the current slice stays in RAM."""
