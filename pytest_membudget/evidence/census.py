@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import compress, filterfalse, islice, repeat
 from operator import is_
 from typing import Any
@@ -90,7 +90,8 @@ class Atoms:
 
 
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
-                fresh: list[object] | None = None) -> Counter[str]:
+                fresh: list[object] | None = None,
+                arrays: list[int] | None = None) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
@@ -112,6 +113,8 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
         by_type.update(atoms.before_types)
     listed = Counter(map(type, found.values()))
     by_type.update(listed)
+    if arrays is not None:
+        arrays.append(owned_array_bytes(found.values()))
     if atoms is not None:
         atoms.note(found, dicts, listed, time.perf_counter() - started)
     del objects, holders, found, dicts
@@ -120,6 +123,15 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
         if cls not in _NUMBERS:
             counts[type_name(cls)] += count
     return counts
+
+
+def owned_array_bytes(objects: Iterable[object]) -> int:
+    """The data bytes of the numpy arrays among ``objects`` that own their data (a view's
+    bytes are its base's)."""
+    import numpy as np
+
+    return sum(obj.nbytes for obj in objects
+               if type(obj) is np.ndarray and obj.base is None)
 
 
 def _holders(objects: list[object]) -> list[object]:

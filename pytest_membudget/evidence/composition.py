@@ -72,12 +72,14 @@ def traced_rise(start: MemoryReading, peak: MemoryReading) -> float | None:
     return None
 
 
-def rise_kinds(start: MemoryReading, peak: MemoryReading,
-               traced: float | None = None) -> tuple[dict[str, float], float]:
+def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None = None,
+               arrays: float = 0.0) -> tuple[dict[str, float], float]:
     """The rise from ``start`` to ``peak`` by kind, and the bytes allocated but not resident.
     ``traced``: tracemalloc's rise at the peak, from a traced rerun of the same work where the
     readings were taken untraced (tracing changes what it measures: its own tables are as
-    large as the objects of a heap of small ones); by default the readings' own."""
+    large as the objects of a heap of small ones); by default the readings' own.
+    ``arrays``: without a traced figure, the data bytes of numpy arrays known to be alive at
+    the peak (those the run kept to its end), moved from the native heap to Python's."""
     if traced is None:
         traced = traced_rise(start, peak)
     tracer = _delta(peak.tracer, start.tracer)
@@ -89,6 +91,11 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading,
         # From another run (the traced rerun): never more than this run's anonymous rise.
         python = min(python, max(anon_rise - tracer - _delta(peak.stacks_resident,
                                                              start.stacks_resident), 0.0))
+    if traced is not None and math.isfinite(small) and math.isfinite(malloc_rise):
+        # Nor more than the allocators had in use at this moment: a figure from the rerun's
+        # own highest point (its objects all alive, before most were freed) is not this
+        # moment's, whose freed memory the allocators keep.
+        python = min(python, max(small, 0.0) + max(malloc_rise, 0.0))
     # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
     # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
     if traced is None:
@@ -98,6 +105,11 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading,
     else:
         in_malloc = min(max(traced, 0.0), max(malloc_rise, 0.0))
     native = malloc_rise - in_malloc
+    if traced is None and arrays > 0:
+        # Large Python objects live in glibc's bytes in use: the numpy arrays the run kept
+        # to its end were alive at its peak too, and are Python's.
+        moved = min(arrays, max(native, 0.0))
+        python, native = python + moved, native - moved
     pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
     stacks = _delta(peak.stacks_resident, start.stacks_resident)
     file = _delta(peak.file, start.file) + _delta(peak.shmem, start.shmem)
@@ -118,12 +130,12 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading,
 
 
 def composition(start: MemoryReading, peak: MemoryReading,
-                traced: float | None = None) -> dict[str, Any]:
+                traced: float | None = None, arrays: float = 0.0) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``: as for :func:`rise_kinds`."""
+    ``traced``, ``arrays``: as for :func:`rise_kinds`."""
     own = traced_rise(start, peak)
-    kinds, untouched = rise_kinds(start, peak, traced)
+    kinds, untouched = rise_kinds(start, peak, traced, arrays)
     dominant = max(KINDS, key=lambda kind: kinds[kind])
     rise = peak.rss - start.rss
     found: dict[str, Any] = {
@@ -132,6 +144,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
         "dominant": dominant,
         "major": [kind for kind in KINDS if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise],
         "traced": traced is not None or own is not None,
+        "arrays_counted": arrays > 0 and traced is None and own is None,
         "threads": [start.threads, peak.threads],
     }
     if untouched > 0:

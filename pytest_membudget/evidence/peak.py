@@ -28,12 +28,15 @@ from pytest_membudget.evidence.sites import _by_site
 #: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
 #: to the user's line that called them.
 CENSUS_FRAMES = 12
-#: New interpreter blocks at the measured peak above which the traced rerun is left out
-#: (tracing costs 2 to 4 us per allocation at CENSUS_FRAMES: about a second here).
-CENSUS_BLOCKS = 250_000
-#: The census copies the traces again when tracemalloc's bytes passed its last copy by this
-#: factor: a rise in steps costs a few copies, and the copy kept is within this of the peak.
-CENSUS_GROWTH = 1.15
+#: New interpreter blocks at the measured peak above which the traced rerun is left out:
+#: tracing costs 2 to 4 us per allocation at CENSUS_FRAMES, and each copy of the traces about
+#: 1 us a trace (128,000 objects of 1 KiB made and mostly freed took 2.4 s of evidence).
+CENSUS_BLOCKS = 100_000
+#: The census copies tracemalloc's traces again when its bytes passed its last copy by this
+#: factor, and stops copying after COPY_SECONDS (each copy of a hundred thousand traces takes
+#: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
+CENSUS_GROWTH = 1.3
+COPY_SECONDS = 0.3
 #: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
 #: rise (and under SMALL_LINE_BYTES).
 TOP_LINES = 8
@@ -46,9 +49,11 @@ RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
 
 class PeakCensus:
     """tracemalloc's traces at the highest traced total the watch's thread saw (``tick`` is
-    called from there at every reading), and the seconds those copies took."""
+    called from there at every reading), and the seconds those copies took. ``least``: no
+    copy below this many traced bytes (a live set that small is not the peak's bulk)."""
 
-    def __init__(self) -> None:
+    def __init__(self, least: float = 0.0) -> None:
+        self.least = least
         self.best = 0.0
         self.snapshot: tracemalloc.Snapshot | None = None
         self.seconds = 0.0
@@ -58,8 +63,10 @@ class PeakCensus:
         if not tracemalloc.is_tracing():
             return
         current = float(tracemalloc.get_traced_memory()[0])
-        if current <= self.best * CENSUS_GROWTH or current <= 0:
+        if current <= self.best * CENSUS_GROWTH or current <= max(self.least, 0.0):
             return
+        if self.seconds > COPY_SECONDS and self.least > 0:
+            return  # the last word (at the call's end, least 0) is still copied
         began = time.perf_counter()
         snapshot = tracemalloc.take_snapshot()
         self.snapshot, self.best = snapshot, current
@@ -89,6 +96,7 @@ def traced_call(iteration: int, census: PeakCensus,
     try:
         began = tracemalloc.get_traced_memory()[0]
         yield iteration
+        census.least = 0.0  # whatever the call held at its end, it is the last word
         census.tick()
         end = tracemalloc.take_snapshot()
     finally:
@@ -124,6 +132,20 @@ def state(size: float, kept: float) -> str:
     if size <= 0 or kept >= RETAINED_SHARE * size:
         return "retained"
     return "transient" if kept <= TRANSIENT_SHARE * size else "partly retained"
+
+
+#: Kinds of memory that hold data: what is left of them when the call returned says whether
+#: the peak outlived it (the allocators' free memory and other anonymous pages do not).
+HELD = ("python", "native", "file", "stacks")
+
+
+def call_state(peak: dict[str, Any], left: dict[str, float]) -> str:
+    """retained, transient or partly retained for the call as a whole: how much of the data
+    at the peak (HELD kinds) was still there when it returned. Lines only the watch saw get
+    it: tracemalloc cannot say it line by line for memory it does not trace."""
+    at_peak = sum(max(peak["kinds"].get(kind, 0.0), 0.0) for kind in HELD)
+    kept = sum(max(left.get(kind, 0.0), 0.0) for kind in HELD)
+    return state(at_peak, min(kept, at_peak))
 
 
 def user_line(line: dict[str, Any]) -> tuple[str, int]:
@@ -189,21 +211,41 @@ def shown(lines: list[dict[str, Any]], rise: float,
 
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
                 end: MemoryReading, rose: list[dict[str, Any]],
-                census: dict[str, Any] | None, one_call: bool = True) -> dict[str, Any]:
+                census: dict[str, Any] | None, one_call: bool = True, *,
+                traced_at_peak: float | None = None, retained_arrays: float = 0.0,
+                threads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
     the lines (merged), the composition at the measured peak and what was left of it at the
     call's end, and how close the census came to the traced peak. ``one_call``: the measured
-    run was one call, as the census's rerun is (else the census's figure is not the run's)."""
+    run was one call, as the census's rerun is (else the census's figure is not the run's);
+    ``traced_at_peak``: tracemalloc's bytes at the rerun's highest RSS, the Python share of
+    the composition (the census's traced peak where it is missing); ``retained_arrays``: the
+    data bytes of numpy arrays the run left alive, Python's where nothing was traced;
+    ``threads``: the lines that started threads (the watch's), first where stacks are most of
+    the rise."""
     traced_lines = census["lines"] if census else []
-    traced = census["traced"] if census and one_call else None
+    traced = None
+    if census and one_call:
+        traced = traced_at_peak if traced_at_peak is not None else census["traced"]
     untraced = max(rise - traced, 0.0) if traced is not None else math.inf
     if census and not one_call:
         untraced = max(rise - census["traced"], 0.0)
-    head, rest = shown(merge(traced_lines, rose, untraced), rise)
+    found = composition(start, peak, traced)
+    left = composition(start, end, None)["kinds"]
+    if traced is None and retained_arrays > 0:
+        found = composition(start, peak, None, arrays=retained_arrays)
+    lines = merge(traced_lines, rose, untraced)
+    if threads and found["dominant"] == "stacks":
+        lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")
+                   for entry in threads[:1]), *lines]
+    for entry in lines:
+        if entry.get("source") != "traced":
+            entry["state"] = call_state(found, left)
+            entry["state_of"] = "call"
+    head, rest = shown(lines, rise)
     report: dict[str, Any] = {
         "probe": probe, "rise": rise, "lines": head, "more": rest,
-        "composition": composition(start, peak, traced),
-        "left": composition(start, end, None)["kinds"],
+        "composition": found, "left": left,
     }
     if census is not None:
         report["census"] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 from collections.abc import Generator, Iterable
+from operator import itemgetter
 from typing import Any
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
@@ -40,12 +41,33 @@ def _raw_traces(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, tuple[Any
             for trace in snapshot.traces)
 
 
+def _per_traceback(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, int, tuple[Any, ...]]]:
+    """(bytes, blocks, frames) per distinct traceback, in the order each first appears.
+    tracemalloc hands one tuple object to every trace of a traceback, so the traces are
+    summed by that tuple's identity in numpy: a snapshot of a hundred thousand traces is
+    read in tens of milliseconds, where a loop over them took half a second."""
+    raw = getattr(snapshot.traces, "_traces", None)
+    if not (isinstance(raw, list) and raw and isinstance(raw[0], tuple) and len(raw[0]) >= 3
+            and isinstance(raw[0][2], tuple)):
+        return ((size, 1, frames) for size, frames in _raw_traces(snapshot))
+    import numpy as np
+
+    tracebacks = list(map(itemgetter(2), raw))
+    sizes = np.fromiter(map(itemgetter(1), raw), dtype=np.int64, count=len(raw))
+    ids = np.fromiter(map(id, tracebacks), dtype=np.int64, count=len(raw))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    totals = np.bincount(inverse, weights=sizes)
+    counts = np.bincount(inverse)
+    order = np.argsort(first, kind="stable")
+    return ((int(totals[k]), int(counts[k]), tracebacks[first[k]]) for k in order)
+
+
 def _by_site(snapshot: tracemalloc.Snapshot,
              kinds: dict[str, tuple[bool, bool]]) -> dict[tuple[str, int], list[Any]]:
     """Bytes and blocks per innermost frame, with the user's frame beneath a library's;
     ``kinds`` caches each file's (own, library) test across snapshots."""
     sites: dict[tuple[str, int], list[Any]] = {}
-    for size, frames in _raw_traces(snapshot):
+    for size, blocks, frames in _per_traceback(snapshot):
         if not frames:
             continue
         key = frames[0]
@@ -68,7 +90,7 @@ def _by_site(snapshot: tracemalloc.Snapshot,
                 if entry is None:
                     entry = sites[key] = [0, 0, via, False]
         entry[0] += size
-        entry[1] += 1
+        entry[1] += blocks
     return {key: entry for key, entry in sites.items() if not entry[3]}
 
 

@@ -4,9 +4,11 @@ holds)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,13 @@ from pytest_membudget.vocabulary import Status
 
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
+#: Longest call made again under tracemalloc for the evidence (seconds): tracing makes it
+#: slower still, and the evidence aims at about a second. Without it, objects over 512 bytes
+#: that the call freed before it returned count in the native heap.
+RERUN_SECONDS = 1.0
+#: The census copies tracemalloc's traces once the traced bytes reach this share of the
+#: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
+CENSUS_FROM = 0.5
 #: Object types listed in the evidence, those kept at least this many times, and not this
 #: package's own.
 TYPES = 8
@@ -63,35 +72,52 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
     return sorted(found, key=lambda entry: -entry[1] if entry[1] == entry[1] else 0.0)
 
 
-def types_at_start(spec: BudgetSpec) -> Counter[str] | None:
-    """The objects alive by type (the untracked ones that containers hold included) before a
-    run with footprint budgets, for the types it leaves alive; None for other runs. A walk
-    of the heap: tens of milliseconds in a test process."""
-    return type_counts() if footprint_budgets(spec) else None
+@dataclass
+class Census:
+    """The objects alive by type before a run with footprint budgets (the untracked ones
+    that containers hold included), and the data bytes of the numpy arrays among them: the
+    start of the types it leaves alive."""
+
+    types: Counter[str]
+    arrays: int
 
 
-def kept_types(m: Measurement, start: Counter[str] | None) -> dict[str, Any] | None:
+def types_at_start(spec: BudgetSpec) -> Census | None:
+    """The census before a run with footprint budgets; None for other runs. A walk of the
+    heap: tens of milliseconds in a test process."""
+    if not footprint_budgets(spec):
+        return None
+    arrays: list[int] = []
+    types = type_counts(arrays=arrays)
+    return Census(types, arrays[0])
+
+
+def kept_types(m: Measurement, start: Census | None) -> dict[str, Any] | None:
     """For a failing peak or rise: the object types alive at the end of the run that were
-    not at its start (what it kept: a cache it filled), by count. Counted after the window's
-    freeze is lifted, before any rerun. None where no footprint budget failed."""
+    not at its start (what it kept: a cache it filled), by count, and the data bytes of the
+    numpy arrays it kept. Counted after the window's freeze is lifted, before any rerun.
+    None where no footprint budget failed."""
     if start is None or not failing_footprint(m):
         return None
     began = time.perf_counter()
-    grown = type_counts(exclude=(start,))
-    grown.subtract(start)
+    arrays: list[int] = []
+    grown = type_counts(exclude=(start, start.types), arrays=arrays)
+    grown.subtract(start.types)
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
             if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
-    return {"rows": rows, "seconds": round(time.perf_counter() - began, 6)}
+    return {"rows": rows, "array_bytes": max(arrays[0] - start.arrays, 0),
+            "seconds": round(time.perf_counter() - began, 6)}
 
 
-def peak_evidence(m: Measurement, iteration: int,
-                  probe_set: ProbeSet | None = None) -> Generator[int, None, dict[str, Any]]:
+def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,
+                  kept: dict[str, Any] | None = None) -> Generator[int, None, dict[str, Any]]:
     """After a failing footprint budget: the measured run's watch (rise by line,
     composition at its peak), and, where it is affordable, one traced rerun of the call for
     what tracemalloc saw alive at the peak (evidence/peak.py); what the failing probes' own
-    sources tell of their peak (the CUDA allocator's)."""
+    sources tell of their peak (the CUDA allocator's). ``kept``: what the run left alive
+    (kept_types), whose numpy arrays count as Python memory where nothing was traced."""
     began = time.perf_counter()
     seen = m.watched
     failing = failing_footprint(m)
@@ -104,9 +130,12 @@ def peak_evidence(m: Measurement, iteration: int,
         # The device's own evidence says it; the host's memory is not what failed.
         return {"probe": probe, "rise": rise, **device,
                 "seconds": round(time.perf_counter() - began, 6)}
-    census = None
-    if census_wanted(seen.start, seen.peak):
-        counter = PeakCensus()
+    calls = max(m.measured + m.warmup_done, 1)
+    call_seconds = seen.seconds / calls
+    skipped = skip_reason(seen, call_seconds)
+    census = traced_at_peak = None
+    if skipped is None:
+        counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0))
         watch = PeakWatch(ticks=[counter.tick])
         start_watch(watch, m.spec)
         heap = m.probes.get("heap")
@@ -114,17 +143,38 @@ def peak_evidence(m: Measurement, iteration: int,
             census = yield from traced_call(iteration, counter,
                                             restart=bool(getattr(heap, "owns_tracer", False)))
         finally:
-            watch.stop()
+            rerun = watch.stop()
+        # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the
+        # Python share of that moment, not of tracemalloc's own peak, which may come first
+        # (objects freed before an array is made: the allocator keeps their memory).
+        if math.isfinite(rerun.peak.traced):
+            traced_at_peak = rerun.peak.traced
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
-    one_call = m.measured + m.warmup_done == 1
+    one_call = calls == 1
+    retained_arrays = float((kept or {}).get("array_bytes", 0)) if census is None else 0.0
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
-                         one_call)
+                         one_call, traced_at_peak=traced_at_peak,
+                         retained_arrays=retained_arrays, threads=seen.threads)
+    if skipped is not None:
+        report["census"] = {**report.get("census", {}), "skipped": skipped}
     report.update(device)
     report["timeline"] = timeline(seen)
     report["peak_at"] = round(seen.peak_at, 6)
     report["seconds"] = round(time.perf_counter() - began, 6)
     return report
+
+
+def skip_reason(seen: WatchReport, call_seconds: float) -> dict[str, Any] | None:
+    """Why one more call under tracemalloc is not made, as data; None to make it. It costs
+    the call's time and more, and the evidence aims at a second: a call longer than
+    RERUN_SECONDS, or a peak of more new interpreter blocks than tracing could follow in that
+    time (a million small dicts), is not run again; the watch's lines stand alone."""
+    if call_seconds > RERUN_SECONDS:
+        return {"call_seconds": round(call_seconds, 3)}
+    if not census_wanted(seen.start, seen.peak):
+        return {"blocks": int(seen.peak.blocks - seen.start.blocks)}
+    return None
 
 
 def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:

@@ -122,7 +122,7 @@ def measure(
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
             m.peak_evidence = yield from footprint.peak_evidence(
-                m, iteration + m.evidence.get("iterations", 0), probe_set)
+                m, iteration + m.evidence.get("iterations", 0), probe_set, types)
             if types is not None and m.peak_evidence:
                 m.peak_evidence["types"] = types
     finally:

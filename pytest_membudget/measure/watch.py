@@ -32,7 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import is_library, is_own, is_user_frame, source_line
+from pytest_membudget.evidence.frames import (
+    is_library,
+    is_own,
+    is_user_frame,
+    source_line,
+)
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
@@ -76,6 +81,8 @@ class WatchReport:
     timeline: npt.NDArray[np.float64]
     #: Seconds from the start to the highest reading.
     peak_at: float = math.nan
+    #: The lines of the user's code that were running when threads appeared, most first.
+    threads: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False
     samples: int = 0
 
@@ -109,6 +116,7 @@ class PeakWatch:
         self._reader = MemoryReader()
         self._reader.refresh_stacks()
         self._lines: dict[tuple[Any, ...], _Line] = {}
+        self._started: dict[tuple[Any, ...], _Line] = {}
         self._timeline = np.zeros((TIMELINE_ROWS, 3))
         self._rows = 0
         self._every = 1
@@ -158,7 +166,9 @@ class PeakWatch:
             start=self._start, peak=self._peak, end=end, highest=self._highest,
             seconds=time.perf_counter() - self._began, rose=self._rose(),
             timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
-            stopped=self._stopped, samples=self._samples)
+            stopped=self._stopped, samples=self._samples,
+            threads=[{**_describe(line), "threads": round(line.bytes)} for line in sorted(
+                self._started.values(), key=lambda line: line.bytes, reverse=True)])
 
     # -- the watch's thread -----------------------------------------------------------------
 
@@ -172,6 +182,8 @@ class PeakWatch:
         next_reading = start + LEAST_COMPOSITION_STEP
         traced = _traced_reader()
         sleep, clock, halted = time.sleep, time.perf_counter, self._halt.is_set
+        count = threading.active_count
+        threads = count()
         try:
             while not halted():
                 sleep(INTERVAL)
@@ -192,6 +204,12 @@ class PeakWatch:
                         self._peak = self._reader.reading(taken)
                         next_reading = rss + max(LEAST_COMPOSITION_STEP,
                                                  COMPOSITION_SHARE * (rss - start))
+                now_threads = count()
+                if now_threads > threads:
+                    # Threads' stacks are reserved where they are started: the line that
+                    # started them, not the one running when their pages were touched.
+                    self._attribute(self._frames(), now_threads - threads, self._started)
+                threads = now_threads
                 now = clock() - self._began
                 self._samples += 1
                 self._record(now, rss, traced())
@@ -227,14 +245,17 @@ class PeakWatch:
             frame = frame.f_back
         return inner, _where(frame)
 
-    def _attribute(self, where: tuple[Where | None, Where | None], amount: float) -> None:
+    def _attribute(self, where: tuple[Where | None, Where | None], amount: float,
+                   into: dict[tuple[Any, ...], _Line] | None = None) -> None:
+        """Add ``amount`` (bytes of rise, or threads started) to the line running now."""
         inner, user = where
         if inner is not None and is_own(inner[0]):
             return  # the plugin's own work between calls (a sample), not the workload's
+        lines = self._lines if into is None else into
         key = (user, inner)
-        line = self._lines.get(key)
+        line = lines.get(key)
         if line is None:
-            line = self._lines[key] = _Line(frames=key)
+            line = lines[key] = _Line(frames=key)
         line.bytes += amount
 
     def _stop_workload(self, rss: float, now: float) -> None:

@@ -55,6 +55,8 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
     the large ones."""
     rise = found.get("rise")
     untraced = "" if found.get("traced") else (
+        " (not traced: numpy arrays the run kept count as Python objects, other objects over "
+        "512 B and freed arrays in the native heap)" if found.get("arrays_counted") else
         " (tracemalloc off: numpy arrays and objects over 512 B count in the native heap)")
     lines = [f"{indent}what the rise was made of{untraced}:",
              f"{indent}  {kinds_line(found.get('kinds', {}), rise)}"]
@@ -98,7 +100,10 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
         where, code = f"{short_path(entry['file'])}:{entry['line']}", entry.get("code", "")
         inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
                  if entry.get("inner_file") else "")
-    if entry.get("source") == "rose":
+    if entry.get("source") == "threads":
+        head = (f"    {where}: started {entry.get('threads', 0)} thread(s) whose stacks hold "
+                f"{size(entry['bytes'])}")
+    elif entry.get("source") == "rose":
         head = f"    {where}: RSS rose {size(entry.get('rose_bytes', entry['bytes']))} while it ran"
         if entry.get("function"):
             head += f" (in {entry['function']}"
@@ -108,6 +113,8 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
         if traced:
             head += ("; tracemalloc saw no allocation made there: pages first touched there, "
                      "or native, mapped or allocator memory")
+        if entry.get("state"):
+            head += f"; the call's memory: {entry['state']}"
     else:
         blocks = entry.get("count", 0)
         head = (f"    {where}: {size(entry.get('traced_bytes', entry['bytes']))} in {blocks} block"
@@ -171,6 +178,9 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         share = f" ({census['captured'] / peak:.0%})" if peak > 0 else ""
         lines.append(f"  the lines above hold {size(census['captured'])} of the traced peak "
                      f"of {size(peak)}{share}")
+    elif census.get("skipped", {}).get("call_seconds"):
+        lines.append(f"  not traced: one call takes {census['skipped']['call_seconds']:.2f} s, "
+                     "too long to run again for the evidence; the lines are where RSS rose")
     elif census.get("skipped_blocks"):
         lines.append(f"  not traced: the peak held {census['skipped_blocks']:,} new interpreter "
                      "blocks, too many to trace in time; the lines are where RSS rose")
