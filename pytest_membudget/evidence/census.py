@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -127,11 +128,14 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
 
 def owned_array_bytes(objects: Iterable[object]) -> int:
     """The data bytes of the numpy arrays among ``objects`` that own their data (a view's
-    bytes are its base's)."""
-    import numpy as np
-
-    return sum(obj.nbytes for obj in objects
-               if type(obj) is np.ndarray and obj.base is None)
+    bytes are its base's). Where numpy was never imported there is none (and it is not
+    imported for it: an import inside a count would be counted)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return 0
+    array: Any = np.ndarray
+    owned: Iterable[Any] = (obj for obj in objects if type(obj) is array)
+    return sum(int(obj.nbytes) for obj in owned if obj.base is None)
 
 
 def _holders(objects: list[object]) -> list[object]:

@@ -37,6 +37,9 @@ CENSUS_BLOCKS = 100_000
 #: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
 COPY_SECONDS = 0.3
+#: Seconds a traced call may run before tracing stops where it is (the census keeps what it
+#: copied): tracing costs microseconds an allocation, and the evidence aims at a second.
+TRACED_SECONDS = 0.6
 #: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
 #: rise (and under SMALL_LINE_BYTES).
 TOP_LINES = 8
@@ -50,26 +53,37 @@ RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
 class PeakCensus:
     """tracemalloc's traces at the highest traced total the watch's thread saw (``tick`` is
     called from there at every reading), and the seconds those copies took. ``least``: no
-    copy below this many traced bytes (a live set that small is not the peak's bulk)."""
+    copy below this many traced bytes (a live set that small is not the peak's bulk);
+    ``deadline`` (a ``time.perf_counter()`` value): past it, tracing stops where the call is
+    (a call of a hundred thousand allocations costs seconds traced) and the census keeps
+    what it has."""
 
-    def __init__(self, least: float = 0.0) -> None:
+    def __init__(self, least: float = 0.0, deadline: float = math.inf) -> None:
         self.least = least
+        self.deadline = deadline
         self.best = 0.0
         self.snapshot: tracemalloc.Snapshot | None = None
         self.seconds = 0.0
         self.copies = 0
+        #: Whether tracing was stopped at the deadline, and tracemalloc's peak then.
+        self.cut = False
+        self.cut_peak = 0.0
 
     def tick(self) -> None:
         if not tracemalloc.is_tracing():
             return
-        current = float(tracemalloc.get_traced_memory()[0])
+        current, peak = tracemalloc.get_traced_memory()
+        if time.perf_counter() > self.deadline:
+            self.cut, self.cut_peak = True, float(peak)
+            tracemalloc.stop()
+            return
         if current <= self.best * CENSUS_GROWTH or current <= max(self.least, 0.0):
             return
         if self.seconds > COPY_SECONDS and self.least > 0:
             return  # the last word (at the call's end, least 0) is still copied
         began = time.perf_counter()
         snapshot = tracemalloc.take_snapshot()
-        self.snapshot, self.best = snapshot, current
+        self.snapshot, self.best = snapshot, float(current)
         self.copies += 1
         self.seconds += time.perf_counter() - began
 
@@ -85,7 +99,8 @@ def traced_call(iteration: int, census: PeakCensus,
                 restart: bool = False) -> Generator[int, None, dict[str, Any]]:
     """One more call of the workload under tracemalloc (CENSUS_FRAMES deep); the census fills
     in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
-    what was left of each when the call returned, and the traced peak's bytes. ``restart``:
+    what was left of each when the call returned, and tracemalloc's own peak over the call
+    (exact, whether or not the watch's thread could run when it was reached). ``restart``:
     tracing is on, this plugin's own (a heap budget's, one frame deep), and may be started
     again deeper; a tracer someone else started is used as it is."""
     if restart and tracemalloc.is_tracing():
@@ -93,34 +108,50 @@ def traced_call(iteration: int, census: PeakCensus,
     own = not tracemalloc.is_tracing()
     if own:
         tracemalloc.start(CENSUS_FRAMES)
+    end = None
     try:
         began = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
         yield iteration
-        census.least = 0.0  # whatever the call held at its end, it is the last word
-        census.tick()
-        end = tracemalloc.take_snapshot()
+        at_peak_copies = census.copies
+        if census.cut:
+            peak = census.cut_peak
+        else:
+            peak = float(tracemalloc.get_traced_memory()[1])
+            census.least = 0.0  # whatever the call held at its end, it is the last word
+            census.tick()
+            end = tracemalloc.take_snapshot()
     finally:
-        if own:
+        if own and tracemalloc.is_tracing():
             tracemalloc.stop()
-    if census.snapshot is None:
-        return {"lines": [], "traced": 0.0}
+    found: dict[str, Any] = {"traced": max(peak - began, 0.0), "lines": [],
+                             "copies": census.copies, "copy_seconds": round(census.seconds, 6)}
+    if census.cut:
+        found["cut"] = True
+    # No copy while the call ran (C code held the GIL throughout, or it stayed under half
+    # the rise): the end's copy says nothing of the peak.
+    if census.snapshot is None or at_peak_copies == 0:
+        census.snapshot = None
+        return found
     kinds: dict[str, tuple[bool, bool]] = {}
     at_peak = _by_site(census.snapshot, kinds)
-    left = _by_site(end, kinds)
+    left = _by_site(end, kinds) if end is not None else None
     census.snapshot = None
     lines = []
     for site, (size, count, via, _) in at_peak.items():
-        kept = min(left[site][0], size) if site in left else 0
+        kept = (min(left[site][0], size) if site in left else 0) if left is not None else -1
         lines.append(_line(site, size, count, via, kept))
     lines.sort(key=lambda line: line["bytes"], reverse=True)
-    return {"lines": lines, "traced": max(census.best - began, 0.0),
-            "copies": census.copies, "copy_seconds": round(census.seconds, 6)}
+    found["lines"] = lines
+    return found
 
 
 def _line(site: tuple[str, int], size: int, count: int, via: tuple[str, int] | None,
           kept: int) -> dict[str, Any]:
     line: dict[str, Any] = {"file": site[0], "line": site[1], "bytes": size, "count": count,
-                            "retained": kept, "state": state(size, kept), "source": "traced"}
+                            "retained": max(kept, 0), "source": "traced"}
+    if kept >= 0:  # -1: tracing stopped before the call returned, nothing to compare
+        line["state"] = state(size, kept)
     if via is not None:
         line.update(via_file=via[0], via_line=via[1])
     return line
@@ -173,7 +204,8 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
             continue
         for field in ("bytes", "count", "retained", "traced_bytes"):
             found[field] += entry["bytes"] if field == "traced_bytes" else entry[field]
-        found["state"] = state(found["traced_bytes"], found["retained"])
+        if "state" in found:
+            found["state"] = state(found["traced_bytes"], found["retained"])
     for entry in rose:
         if "file" not in entry:
             continue
@@ -239,7 +271,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")
                    for entry in threads[:1]), *lines]
     for entry in lines:
-        if entry.get("source") != "traced":
+        if "state" not in entry or entry.get("source") != "traced":
             entry["state"] = call_state(found, left)
             entry["state_of"] = "call"
     head, rest = shown(lines, rise)
@@ -249,8 +281,10 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     }
     if census is not None:
         report["census"] = {
-            "traced_peak": traced, "captured": int(sum(e["bytes"] for e in traced_lines)),
-            "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0)}
+            "traced_peak": census["traced"],
+            "captured": int(sum(e["bytes"] for e in traced_lines)),
+            "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0),
+            **({"cut": True} if census.get("cut") else {})}
     else:
         report["census"] = {"skipped_blocks": int(peak.blocks - start.blocks)
                             if math.isfinite(peak.blocks - start.blocks) else None}

@@ -9,6 +9,8 @@ from collections.abc import Generator, Iterable
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
@@ -50,8 +52,6 @@ def _per_traceback(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, int, t
     if not (isinstance(raw, list) and raw and isinstance(raw[0], tuple) and len(raw[0]) >= 3
             and isinstance(raw[0][2], tuple)):
         return ((size, 1, frames) for size, frames in _raw_traces(snapshot))
-    import numpy as np
-
     tracebacks = list(map(itemgetter(2), raw))
     sizes = np.fromiter(map(itemgetter(1), raw), dtype=np.int64, count=len(raw))
     ids = np.fromiter(map(id, tracebacks), dtype=np.int64, count=len(raw))

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.evidence.census import type_counts
-from pytest_membudget.evidence.peak import PeakCensus, census_wanted, peak_report, traced_call
+from pytest_membudget.evidence.peak import (
+    TRACED_SECONDS,
+    PeakCensus,
+    census_wanted,
+    peak_report,
+    traced_call,
+)
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -27,6 +33,9 @@ TIMELINE_POINTS = 400
 #: slower still, and the evidence aims at about a second. Without it, objects over 512 bytes
 #: that the call freed before it returned count in the native heap.
 RERUN_SECONDS = 1.0
+#: The rerun's own highest reading stands for the run's where it rose at least this share of
+#: the run's rise.
+RERUN_RISE = 0.5
 #: The census copies tracemalloc's traces once the traced bytes reach this share of the
 #: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
 CENSUS_FROM = 0.5
@@ -135,7 +144,8 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     skipped = skip_reason(seen, call_seconds)
     census = traced_at_peak = None
     if skipped is None:
-        counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0))
+        counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
+                             deadline=time.perf_counter() + TRACED_SECONDS)
         watch = PeakWatch(ticks=[counter.tick])
         start_watch(watch, m.spec)
         heap = m.probes.get("heap")
@@ -147,7 +157,10 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
         # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the
         # Python share of that moment, not of tracemalloc's own peak, which may come first
         # (objects freed before an array is made: the allocator keeps their memory).
-        if math.isfinite(rerun.peak.traced):
+        # Only where the rerun rose as the run did: memory the run freed and the allocators
+        # kept is reused by the rerun without a rise, and its highest reading is then early.
+        rerun_rise = rerun.highest - rerun.start.rss
+        if math.isfinite(rerun.peak.traced) and rerun_rise >= RERUN_RISE * rise:
             traced_at_peak = rerun.peak.traced
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).

@@ -165,10 +165,10 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
     entries = evidence.get("lines", [])
     if entries:
         lines.append("  alive at the peak, by line (tracemalloc at the traced peak; RSS while "
-                     "each line ran):" if "traced_peak" in census else
+                     "each line ran):" if census.get("captured") else
                      "  where RSS rose, by function of your code (the line that rose most):")
         for entry in entries:
-            lines += line_text(entry, "traced_peak" in census)
+            lines += line_text(entry, bool(census.get("captured")))
         more = evidence.get("more", {})
         if more.get("lines"):
             lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
@@ -176,8 +176,15 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
     if "traced_peak" in census:
         peak = census["traced_peak"] or 0
         share = f" ({census['captured'] / peak:.0%})" if peak > 0 else ""
-        lines.append(f"  the lines above hold {size(census['captured'])} of the traced peak "
-                     f"of {size(peak)}{share}")
+        if census.get("captured"):
+            lines.append(f"  the lines above hold {size(census['captured'])} of the traced "
+                         f"peak of {size(peak)}{share}")
+        else:
+            lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
+                         "traces was made near it (C code held the interpreter throughout)")
+        if census.get("cut"):
+            lines.append("  tracing stopped before the call returned (it ran past its time): "
+                         "what the lines left is the call's as a whole")
     elif census.get("skipped", {}).get("call_seconds"):
         lines.append(f"  not traced: one call takes {census['skipped']['call_seconds']:.2f} s, "
                      "too long to run again for the evidence; the lines are where RSS rose")
