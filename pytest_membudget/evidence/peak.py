@@ -113,14 +113,19 @@ def traced_call(iteration: int, census: PeakCensus,
         began = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
         yield iteration
+        census.deadline = math.inf  # the call is over: no cut from here on
         at_peak_copies = census.copies
-        if census.cut:
-            peak = census.cut_peak
-        else:
+        peak = census.cut_peak
+        if tracemalloc.is_tracing():
             peak = float(tracemalloc.get_traced_memory()[1])
             census.least = 0.0  # whatever the call held at its end, it is the last word
             census.tick()
-            end = tracemalloc.take_snapshot()
+            try:
+                end = tracemalloc.take_snapshot()
+            except RuntimeError:  # the watch's thread cut it at this very moment
+                census.cut = True
+        else:
+            census.cut = True
     finally:
         if own and tracemalloc.is_tracing():
             tracemalloc.stop()

@@ -45,3 +45,51 @@ def test_small_lines_are_summed_up() -> None:
     lines = merge([traced("/t.py", 1, 100_000_000, 0), traced("/t.py", 2, 10_000, 10_000)], [])
     head, rest = shown(lines, rise=100_000_000)
     assert len(head) == 1 and rest == {"lines": 1, "bytes": 10_000}
+
+
+def test_a_traced_call_past_its_time_keeps_the_peak_it_saw() -> None:
+    import time
+    import tracemalloc
+
+    from pytest_membudget.evidence.peak import PeakCensus, traced_call
+
+    if tracemalloc.is_tracing():
+        import pytest
+
+        pytest.skip("a tracer of the session's own")
+    census = PeakCensus(deadline=time.perf_counter() - 1.0)
+    call = traced_call(0, census)
+    next(call)
+    held = bytearray(4 * 1024 * 1024)  # 4 MiB traced, then the watch's tick cuts tracing
+    census.tick()
+    assert not tracemalloc.is_tracing() and census.cut
+    del held
+    try:
+        next(call)
+    except StopIteration as done:
+        found = done.value
+    assert found["cut"] and found["traced"] >= 4 * 1024 * 1024 and found["lines"] == []
+
+
+def test_a_traced_call_in_time_names_its_lines_and_their_state() -> None:
+    import tracemalloc
+
+    from pytest_membudget.evidence.peak import PeakCensus, traced_call
+
+    if tracemalloc.is_tracing():
+        import pytest
+
+        pytest.skip("a tracer of the session's own")
+    census = PeakCensus()
+    call = traced_call(0, census)
+    next(call)
+    transient = bytearray(2 * 1024 * 1024)
+    census.tick()  # the watch's copy at the peak
+    del transient
+    try:
+        next(call)
+    except StopIteration as done:
+        found = done.value
+    first = found["lines"][0]
+    assert first["bytes"] >= 2 * 1024 * 1024 and first["state"] == "transient"
+    assert found["traced"] >= 2 * 1024 * 1024 and "cut" not in found
