@@ -50,6 +50,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+def keep_pages_small() -> None:
+    """Stop numpy from advising transparent huge pages for its large arrays.
+
+    numpy asks for huge pages (``madvise(MADV_HUGEPAGE)``) for arrays of 4 MiB and more. Once
+    glibc serves such an array from its heap, the advice stays on that range after the array
+    is freed, and a later test's small allocations there fault in 2 MiB at a time: RSS then
+    rises in 2 MiB steps instead of pages. After the large backward induction, the broken
+    RSSM collector's 250 KiB per step read as a 2 MiB step every 8 steps, and its 60-step run
+    ended inconclusive in 1 of 2 runs (bounds 34-512 KiB/step; 239-250 KiB/step without the
+    advice).
+    """
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # numpy 1.x
+        from numpy.core.multiarray import _set_madvise_hugepage
+    _set_madvise_hugepage(False)
+
+
+keep_pages_small()
+
+
 def release_free_memory() -> None:
     """Collect garbage and hand free heap pages back to the OS (glibc only).
 
