@@ -20,7 +20,7 @@ from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.evidence.share import COARSE, explain
 from pytest_membudget.judge.fit import trend
-from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, reading_of
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, failing_slopes, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict, judge, native_watch, unsettle, witnesses
 from pytest_membudget.measure import footprint
@@ -223,8 +223,9 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
-        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(m.judge()),
-                            m.window_seconds)
+        verdict = m.judge()
+        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
+                            m.window_seconds, failing_slopes(verdict))
         if isinstance(step, StopReason):
             m.stopped = step
             return iteration

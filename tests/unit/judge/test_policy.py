@@ -217,3 +217,70 @@ def test_a_shorter_time_rule_judges_and_stands_sooner() -> None:
     # 20 ms a call: judged at 50 calls (1 s), confirmed at 100 (2 s).
     assert drive_timed(SWEEP_EXACT, lambda n: F, 0.02)[:2] == ([50, 100], StopReason.CLEAR)
     assert SWEEP_EXACT.calls_to_verdict(0.0) == 128
+
+
+def drive_failing(policy: RunPolicy, slopes: Callable[[int], dict[str, float]],
+                  ) -> tuple[list[int], StopReason]:
+    """As drive, where the run fails at every checkpoint with ``slopes(n)`` (the failing
+    probes' slopes at ``n`` measured iterations); an empty dict is a pass."""
+    checkpoint = policy.first()
+    seen = []
+    while True:
+        seen.append(checkpoint.at)
+        failing = tuple(slopes(checkpoint.at).items())
+        step = policy.after(checkpoint, checkpoint.at, False, F if failing else P,
+                            failing=failing)
+        if isinstance(step, StopReason):
+            return seen, step
+        assert step.at > checkpoint.at
+        checkpoint = step
+
+
+def test_a_malloc_failure_that_keeps_its_slope_over_two_doublings_is_confirmed() -> None:
+    # A native leak: its slope varies by a few percent between tails. Seen at twice the
+    # length and again at four times it (a fill can keep its pace over one doubling).
+    for wobble in (0.9, 1.1):
+        seen, stop = drive_failing(
+            SWEEP_EXACT, lambda n, w=wobble: {"malloc": 64.0 * (w if n > 64 else 1)})
+        assert (seen, stop) == ([64, 128, 256], StopReason.CLEAR)
+
+
+def test_a_malloc_failure_that_loses_a_quarter_of_its_slope_is_a_fill_judged_again() -> None:
+    # gymnasium's Graph round-trip: 902 B/call at 64 calls, 135 at 128, then under the
+    # budget's resolution.
+    fill = {64: 902.0, 128: 135.0}
+    seen, stop = drive_failing(SWEEP_EXACT, lambda n: {"malloc": fill[n]} if n in fill else {})
+    assert seen == [64, 128, 192] and stop is StopReason.CLEAR
+
+
+def test_a_fill_that_keeps_its_pace_over_one_doubling_is_caught_over_the_next() -> None:
+    # The same round-trip on another run: 1409, 1170 (0.83), then 242 B/call.
+    fill = {64: 1409.0, 128: 1170.0, 256: 242.0}
+    seen, stop = drive_failing(SWEEP_EXACT, lambda n: {"malloc": fill[n]} if n in fill else {})
+    assert seen == [64, 128, 256, 384] and stop is StopReason.CLEAR
+
+
+def test_a_fill_that_fails_again_later_is_confirmed_afresh() -> None:
+    # Slows down once, then grows steadily: a leak after all.
+    seen, stop = drive_failing(SWEEP_EXACT, lambda n: {"malloc": 900.0 if n == 64 else 100.0})
+    assert seen == [64, 128, 192, 384, 768] and stop is StopReason.CLEAR
+
+
+def test_a_malloc_failure_under_the_marker_is_seen_at_the_shortest_verdict_too() -> None:
+    seen, stop = drive_failing(AUTO, lambda n: {"malloc": 64.0})
+    assert (seen, stop) == ([64, 128, 256, MIN_VERDICT_ITERATIONS], StopReason.CLEAR)
+    fill = {64: 900.0, 128: 800.0, 256: 700.0, 640: 100.0}
+    seen, stop = drive_failing(AUTO, lambda n: {"malloc": fill[n]} if n in fill else {})
+    assert seen == [64, 128, 256, 640, 960] and stop is StopReason.CLEAR
+
+
+@pytest.mark.parametrize("first,then", [
+    ({"rss": 900.0}, {"rss": 100.0}),  # not a filling probe
+    ({"malloc": 900.0, "rss": 900.0}, {"malloc": 100.0}),  # not malloc alone at first
+    ({"malloc": 900.0}, {"malloc": 100.0, "py_blocks": 2.0}),  # not malloc alone then
+    ({"py_blocks": 9.0}, {"malloc": 100.0}),  # another probe failed first
+])
+def test_only_malloc_alone_slowing_down_is_read_as_a_fill(first: dict[str, float],
+                                                         then: dict[str, float]) -> None:
+    seen, stop = drive_failing(SWEEP_EXACT, lambda n: first if n == 64 else then)
+    assert (seen, stop) == ([64, 128], StopReason.CLEAR)
