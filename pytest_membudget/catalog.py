@@ -156,11 +156,12 @@ PROBES: dict[str, ProbeInfo] = {
                   floor=RSS_FLOOR, traced_evidence=True),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
-        # Read only where budgeted: two clock reads per sample, none per iteration.
+        # Read only where budgeted: one clock read per iteration and one per sample.
         ProbeInfo("iter_cpu_time", SECONDS, "s", 0.0, "timing",
-                  "CPU time of one iteration in the thread that runs the workload: the "
-                  "loop's own work, whatever other processes take (not work done in other "
-                  "threads or processes, nor time spent waiting)", relative_resolution=0.10),
+                  "CPU time of one iteration in the thread that runs the workload, the least "
+                  "since the previous sample: the loop's own work, whatever other processes "
+                  "take (not work done in other threads or processes, nor time spent "
+                  "waiting)", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
         # to 512 bytes; the resolution is eight of them.
         ProbeInfo("cuda_allocated", B, "B", 4096, "cuda.probe",

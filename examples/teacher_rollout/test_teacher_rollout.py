@@ -36,8 +36,9 @@ xfail_caught = pytest.mark.xfail(strict=True, raises=pytest_membudget.BudgetExce
 HEAP_BUDGET = pytest.mark.membudget(heap="1 KiB/iter", warmup=5, iterations=24)
 RSS_BUDGET = pytest.mark.membudget(rss_growth="4 MiB", warmup=5, iterations=100)
 # The slowdown is judged on CPU time (iter_cpu_time): the time the test's thread spent running
-# the rollout. Wall time (iter_time) also counts the time slices other processes take, and on a
-# shared machine read as the loop slowing down or speeding up. The broken rollout's stack over
+# the rollout, the cheapest rollout between two samples. Wall time (iter_time) also counts the
+# time slices other processes take, and on a shared machine read as the loop slowing down or
+# speeding up. The broken rollout's stack over
 # the accumulated list adds 3-7 us of CPU time per rollout (from ~0.13 ms); the fixed one stays
 # within +-0.05 us. What still moves CPU time on a busy machine is the cache: once the broken
 # rollout's history outgrows the core's L2, a memory-heavy neighbour makes whole stretches of

@@ -141,6 +141,7 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
     here, before the window's first sample, so that none of it lands inside the window.
     ``cpu``: the CPU-time probe, lapped around each iteration, where it is sampled."""
     clock = time.perf_counter
+    end_clock = clock if cpu is None else cpu.end_iteration
     sample(0, math.nan)
     times = []
     cpu_times = []
@@ -149,10 +150,10 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
             cpu.resume()
         begin = clock()
         yield iteration
-        elapsed = clock() - begin
+        elapsed = end_clock() - begin
         times.append(elapsed)
         if cpu is not None:
-            cpu.lap(1)
+            cpu.take()
             cpu_times.append(cpu.value)
         sample(iteration + 1, elapsed)
     m.warmup_done = len(times)
@@ -169,10 +170,12 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             policy: RunPolicy, iteration: int,
             cpu: IterCpuTimeProbe | None) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
-    policy says so. ``cpu``: the CPU-time probe, where it is sampled: its clock is read when
-    the workload resumes after a sample or a judgement and before the next sample, never
-    between two iterations."""
+    policy says so. ``cpu``: the CPU-time probe, where it is sampled: it laps its clock at the
+    end of every iteration (through the clock that reads the iteration's end, so that the
+    loop has no more to do where it is not budgeted) and again when the workload resumes
+    after a sample or a judgement, whose own CPU time is not the workload's."""
     clock = time.perf_counter
+    end_clock = clock if cpu is None else cpu.end_iteration
     deadline = m.started + m.spec.run.max_seconds
     checkpoint = policy.first()
     auto = policy.auto
@@ -200,7 +203,7 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
     while True:
         begin = clock()
         yield iteration
-        end = clock()
+        end = end_clock()
         iteration += 1
         since += 1
         body += end - begin
@@ -209,7 +212,7 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         due = m.measured >= at or (end >= due_time and m.measured >= FEWEST_CALLS)
         if since >= every or due or out_of_time:
             if cpu is not None:
-                cpu.lap(since)
+                cpu.take()
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0

@@ -1,5 +1,5 @@
 """Time per iteration: wall time, which the runner times and hands over, and the CPU time of
-the thread that runs the workload, which the runner laps around the workload's iterations."""
+the thread that runs the workload, which the runner laps at the end of each iteration."""
 
 from __future__ import annotations
 
@@ -23,34 +23,50 @@ class IterTimeProbe(Probe):
 
 
 class IterCpuTimeProbe(Probe):
-    """Mean CPU seconds of the calling thread per iteration since the previous sample. The
-    runner calls :meth:`resume` when it hands the thread back to the workload after its own
-    work (a sample, a judgement) and :meth:`lap` before the next sample, so sampling,
-    collection and judgements are not counted; its per-iteration bookkeeping between the two
-    is, a constant that moves no slope. Time slices other processes take are not the
-    thread's CPU time, so a busy machine does not read as the loop slowing down."""
+    """The CPU seconds of the calling thread in the cheapest iteration since the previous
+    sample. Time slices other processes take are not the thread's CPU time, so a busy
+    machine does not read as the loop slowing down; what a neighbour still adds (caches it
+    evicted, a context switch's own cost) only ever adds, so the least of a sample's
+    iterations is the loop's own cost. The runner laps the clock at the end of every
+    iteration (:meth:`end_iteration`) and calls :meth:`resume` when it hands the thread back
+    to the workload after its own work (a sample, a judgement), which is not counted; a lap
+    holds the loop's constant bookkeeping between iterations, which moves no slope."""
 
     name = "iter_cpu_time"
     #: Thread CPU time is a system call (clock_gettime(CLOCK_THREAD_CPUTIME_ID), 0.6-0.8 us
-    #: measured in bench/clock_cost.py), ten times perf_counter's: read twice per sample,
-    #: never per iteration.
+    #: measured in bench/clock_cost.py), ten times perf_counter's: read once per iteration
+    #: and once per sample, and only where this probe is budgeted.
     clock = staticmethod(time.thread_time)
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
         self.value = math.nan
-        self._resumed = 0.0
+        self._last = 0.0
+        self._least = math.inf
 
     def start(self) -> None:
         self.value = math.nan
+        self._least = math.inf
 
     def resume(self) -> None:
-        """The workload runs on this thread from now until the next :meth:`lap`."""
-        self._resumed = self.clock()
+        """The workload runs on this thread from now on; the next lap starts here."""
+        self._last = self.clock()
 
-    def lap(self, iterations: int) -> None:
-        """``iterations`` ran since :meth:`resume`: their mean CPU time is the next value."""
-        self.value = (self.clock() - self._resumed) / iterations
+    def end_iteration(self) -> float:
+        """An iteration ended: lap the CPU clock, keep the least lap, and return the wall
+        clock, read first (the runner reads the iteration's end through this call)."""
+        wall = time.perf_counter()
+        now = self.clock()
+        lap = now - self._last
+        self._last = now
+        if lap < self._least:
+            self._least = lap
+        return wall
+
+    def take(self) -> None:
+        """At a sample: the least lap since the previous sample is the value."""
+        self.value = self._least
+        self._least = math.inf
 
     def read(self) -> float:
         return self.value

@@ -1,5 +1,6 @@
-"""iter_cpu_time: the loop laps the thread's CPU clock around the workload, never around its
-own sampling and judging, and reads it only where the probe is budgeted.
+"""iter_cpu_time: the loop laps the thread's CPU clock at the end of every iteration, keeps the
+cheapest iteration of each sample, leaves its own sampling and judging out, and reads the
+clock only where the probe is budgeted.
 
 The clock here is a counter that only the workload and a costly probe move, so each sample
 is known exactly."""
@@ -60,22 +61,22 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeCpuClock:
 
 
 def run(clock: FakeCpuClock, budgets: dict[str, object],
-        work: Callable[[int], float]) -> Measurement:
+        work: Callable[[int], float], capacity: int = 0) -> Measurement:
     spec = build_spec(default_run(), (), {"gc_objects": 0, **budgets}, "in test")
     probes: dict[str, Probe] = {"iter_cpu_time": IterCpuTimeProbe(), "gc_objects":
                                 CostlyProbe(clock)}
-    m = Measurement(spec, probes, capacity_for(spec))
+    m = Measurement(spec, probes, capacity or capacity_for(spec))
     for iteration in measure(spec, probes, m):
         clock.now += work(iteration)
     return m
 
 
 def expected_samples(m: Measurement, work: Callable[[int], float]) -> tuple[list, list]:
-    """Each window sample after the first: the mean work of the iterations since the one
+    """Each window sample after the first: the least work of the iterations since the one
     before (a sample at x follows the iterations numbered up to x - 1)."""
     x = m.x[m.window_row:m.rows]
     got = m.values[m.window_row + 1:m.rows, 0]
-    want = [np.mean([work(i) for i in range(int(a), int(b))]) for a, b in pairwise(x)]
+    want = [min(work(i) for i in range(int(a), int(b))) for a, b in pairwise(x)]
     return list(got), want
 
 
@@ -85,6 +86,7 @@ def slowing(i: int) -> float:
 
 def test_samples_are_the_workload_s_cpu_time_per_iteration(clock: FakeCpuClock) -> None:
     m = run(clock, {"iter_cpu_time": "2 us/iter", "iterations": 200, "warmup": 3}, slowing)
+    assert m.stride is not None and m.stride.every > 1
     got, want = expected_samples(m, slowing)
     assert len(got) > 10
     assert got == pytest.approx(want, rel=1e-9)
@@ -94,14 +96,20 @@ def test_samples_are_the_workload_s_cpu_time_per_iteration(clock: FakeCpuClock) 
     assert m.values[m.window_row, 0] == pytest.approx(slowing(1))
 
 
-def test_a_judgement_s_own_cpu_time_is_not_the_workload_s(clock: FakeCpuClock) -> None:
+@pytest.mark.parametrize("most", [None, 100])
+def test_a_judgement_s_own_cpu_time_is_not_the_workload_s(clock: FakeCpuClock,
+                                                           most: int | None) -> None:
     # Auto: judged at each checkpoint, and the costly probe read again after each judgement.
-    m = run(clock, {"iter_cpu_time": "2 us/iter", "warmup": 3}, lambda i: 1e-4)
+    # Capped at 100 calls, with room for every sample, each call is a sample of its own, so
+    # the first lap after a judgement is a sample by itself.
+    m = run(clock, {"iter_cpu_time": "2 us/iter", "warmup": 3, "max_iterations": most},
+            lambda i: 1e-4, capacity=4000)
     got, want = expected_samples(m, lambda i: 1e-4)
     assert got == pytest.approx(want, rel=1e-9)
+    assert m.stride is not None and (m.stride.every == 1) == (most is not None)
     result = build_result(m)
-    assert result.stopped is StopReason.CLEAR and result.passed
-    assert result["iter_cpu_time"].verdict == "pass"
+    assert result.passed and result["iter_cpu_time"].verdict == "pass"
+    assert result.stopped is (StopReason.CLEAR if most is None else StopReason.CAP)
 
 
 def test_cpu_time_that_grows_fails_its_budget(clock: FakeCpuClock) -> None:
@@ -111,13 +119,29 @@ def test_cpu_time_that_grows_fails_its_budget(clock: FakeCpuClock) -> None:
     assert probe.slope == pytest.approx(1e-6, rel=0.01)
 
 
-def test_the_clock_is_read_at_samples_not_at_iterations(clock: FakeCpuClock) -> None:
+def a_neighbour_every_fifth_call(i: int) -> float:
+    # A context switch's cache refill, say: it only ever adds.
+    return 1e-4 + 1e-6 * i + (5e-4 if i % 5 == 0 else 0.0)
+
+
+def test_time_a_neighbour_adds_is_left_out(clock: FakeCpuClock) -> None:
+    m = run(clock, {"iter_cpu_time": "2 us/iter", "iterations": 200, "warmup": 3},
+            a_neighbour_every_fifth_call)
+    assert m.stride is not None and m.stride.every >= 5
+    got, want = expected_samples(m, a_neighbour_every_fifth_call)
+    assert got == pytest.approx(want, rel=1e-9)
+    # No sample holds a spike: each is the undisturbed cost of its first or second iteration.
+    unspiked, _ = expected_samples(m, slowing)
+    assert all(0 <= g - u <= 1e-6 + 1e-12 for g, u in zip(got, unspiked, strict=True))
+
+
+def test_the_clock_is_read_once_an_iteration_and_once_a_sample(clock: FakeCpuClock) -> None:
     m = run(clock, {"iter_cpu_time": "2 us/iter", "iterations": 600, "warmup": 3},
             lambda i: 1e-4)
     samples = m.rows - m.window_row - 1
-    assert m.stride is not None and m.stride.every > 1
-    # Two reads around each warm-up iteration, a lap and a resume per window sample.
-    assert clock.reads == 2 * 3 + 2 * samples + 1 < m.measured
+    # Around each warm-up iteration; then at the end of each window iteration, and when the
+    # workload resumes after the window's first sample and after each later one.
+    assert clock.reads == 2 * 3 + m.measured + 1 + samples
 
 
 @pytest.mark.parametrize("budgets", [{"iter_time": "2 us/iter"}, {"rss": 0}, {}])
