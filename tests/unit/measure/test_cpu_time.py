@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-import numpy as np
 import pytest
 
 from pytest_membudget.fixture import DEFAULT_PROBES
