@@ -59,6 +59,8 @@ TIMELINE_ROWS = 2048
 SWITCH_INTERVAL = 0.0002
 #: Frames that count as the line of the function running them.
 HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
+#: Frames read the slower way where faulthandler's dump leaves the measured thread out.
+FALLBACK_FRAMES = 32
 #: Other lines of a function kept beside the one that rose most.
 OTHER_LINES = 3
 #: Seconds between two stops of a workload that is still above the ceiling (code that
@@ -252,7 +254,9 @@ class PeakWatch:
                    into: dict[tuple[Any, ...], _Line] | None = None) -> None:
         """Add ``amount`` (bytes of rise, or threads started) to the line running now."""
         inner, user = where
-        if inner is not None and is_own(inner[0]):
+        if inner is None:
+            return  # the thread's stack could not be read: no line to name
+        if is_own(inner[0]):
             return  # the plugin's own work between calls (a sample), not the workload's
         lines = self._lines if into is None else into
         key = (user, inner)
@@ -310,6 +314,34 @@ class PeakWatch:
 Where = tuple[str, int, str]
 
 
+def stack_in(dump: bytes, header: bytes) -> list[Where]:
+    """The stack of the thread whose block in faulthandler's ``dump`` starts with ``header``.
+    A thread being started carries its starter's id until it runs ("<no Python frame>"):
+    the block with frames is the thread's own."""
+    start = dump.find(header)
+    while start >= 0:
+        end = dump.find(b"\n\n", start)
+        stack = _stack_of(dump[start:end if end >= 0 else len(dump)])
+        if stack:
+            return stack
+        start = dump.find(header, start + 1)
+    return []
+
+
+def _stack_of(block: bytes) -> list[Where]:
+    """The frames of one thread's block of faulthandler's dump, innermost first."""
+    stack = []
+    for line in block.split(b"\n")[1:]:
+        # '  File "name", line 12 in function' (line '???' where unknown)
+        if not line.startswith(b'  File "'):
+            continue
+        name, _, rest = line[8:].rpartition(b'", line ')
+        number, _, function = rest.partition(b" in ")
+        stack.append((os.fsdecode(name), int(number) if number.isdigit() else 0,
+                      function.decode("utf-8", "replace")))
+    return stack
+
+
 class ThreadStack:
     """One thread's stack, innermost frame first, as (file, line, function), read from
     another thread by faulthandler's dump of every thread's stack.
@@ -322,6 +354,7 @@ class ThreadStack:
     new step of a rise and when threads appear."""
 
     def __init__(self, ident: int) -> None:
+        self._ident = ident
         self._header = b"hread 0x%0*x " % (2 * ctypes.sizeof(ctypes.c_ulong), ident)
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 (read at every step, closed by close())
         self._fd = self._file.fileno()
@@ -331,20 +364,17 @@ class ThreadStack:
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         faulthandler.dump_traceback(fd, all_threads=True)
-        dump = os.pread(fd, os.lseek(fd, 0, os.SEEK_CUR), 0)
-        start = dump.find(self._header)
-        if start < 0:
-            return []
-        end = dump.find(b"\n\n", start)
+        stack = stack_in(os.pread(fd, os.lseek(fd, 0, os.SEEK_CUR), 0), self._header)
+        if stack:
+            return stack
+        # Not in the dump: faulthandler lists the newest 100 threads, and the measured one
+        # is among the oldest. Its innermost frames, read the other way (see above).
+        frame = sys._current_frames().get(self._ident)
         stack = []
-        for line in dump[start:end if end >= 0 else len(dump)].split(b"\n")[1:]:
-            # '  File "name", line 12 in function' (line '???' where unknown)
-            if not line.startswith(b'  File "'):
-                continue
-            name, _, rest = line[8:].rpartition(b'", line ')
-            number, _, function = rest.partition(b" in ")
-            stack.append((os.fsdecode(name), int(number) if number.isdigit() else 0,
-                          function.decode("utf-8", "replace")))
+        while frame is not None and len(stack) < FALLBACK_FRAMES:
+            stack.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+            frame = frame.f_back
+        del frame
         return stack
 
     def close(self) -> None:

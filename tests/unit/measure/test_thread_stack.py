@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from pytest_membudget.measure import watch
-from pytest_membudget.measure.watch import PeakWatch, ThreadStack
+from pytest_membudget.measure.watch import PeakWatch, ThreadStack, stack_in
 
 
 class Payload:
@@ -98,3 +98,37 @@ def test_a_call_that_returns_while_the_watch_reads_frees_its_locals(
         thread.join()
         peak_watch._stack.close()
     assert seen == [True]
+
+
+def test_a_thread_being_started_does_not_hide_its_starter() -> None:
+    # Until it runs, a new thread carries the id of the thread that started it.
+    dump = (b'Thread 0x00007f0000000001 (most recent call first):\n  <no Python frame>\n\n'
+            b'Thread 0x00007f0000000002 (most recent call first):\n'
+            b'  File "/lib/threading.py", line 327 in wait\n\n'
+            b'Thread 0x00007f0000000001 (most recent call first):\n'
+            b'  File "/lib/threading.py", line 969 in start\n'
+            b'  File "/t/test_x.py", line 12 in test_x\n')
+    assert stack_in(dump, b"hread 0x00007f0000000001 ") == [
+        ("/lib/threading.py", 969, "start"), ("/t/test_x.py", 12, "test_x")]
+    assert stack_in(dump, b"hread 0x00007f0000000003 ") == []
+
+
+def test_the_oldest_thread_is_read_beside_more_than_a_hundred() -> None:
+    # faulthandler's dump lists the newest 100 threads only.
+    release = threading.Event()
+    started = [threading.Thread(target=release.wait, daemon=True) for _ in range(110)]
+    for each in started:
+        each.start()
+    found: list[list[tuple[str, int, str]]] = []
+    stack = ThreadStack(threading.get_ident())
+    reader = threading.Thread(target=lambda: found.append(stack.read()))
+    try:
+        reader.start()
+        reader.join()
+    finally:
+        release.set()
+        for each in started:
+            each.join()
+        stack.close()
+    assert any(function == "test_the_oldest_thread_is_read_beside_more_than_a_hundred"
+               for _, _, function in found[0])
