@@ -294,45 +294,29 @@ def sweep_steps(
     if first_call * (SCREEN_WARMUP + (spec.run.iterations or 0)) > allowed:
         return ending.cut_short()
     slow = first_call >= SLOW_CALL
+    # Names built per call that the interpreter's type cache keeps would read as a block or
+    # two per call: the cache is cleared after each repeat, the screen's as the verdict's.
+    TYPE_CACHE.arm()
     screen = yield from _screen(spec, catch, slow)
     outcome.calls = screen.calls
     if screen.error is not None:
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
-    if set(outcome.flagged) == {CACHE_HELD} and 2 * ending.elapsed() < allowed:
-        again = yield from _second_screen(spec, catch, outcome, slow)
-        if again.error is not None:
-            outcome.screen_seconds = ending.elapsed()
-            return ending.not_repeatable(again, screen.calls)
     outcome.screen_seconds = ending.elapsed()
     if not outcome.flagged:
-        return ending.finish()
-    if _held_by_type_cache(outcome):
-        outcome.verdict = SweepVerdict.PASSED
         return ending.finish()
     spec = full_spec(run, outcome.flagged, defaults, 0.0)
     policy = confirmation_policy(spec, outcome.flagged)
     left = _time_for_verdict(ending, spec, policy, most)
     if left <= 0:
         return ending.cut_short()
-    TYPE_CACHE.arm()
     spec = replace(spec, run=replace(spec.run, max_seconds=left))
     full = yield from repeat(spec, tuple(outcome.flagged), catch, policy=policy)
     outcome.calls += full.calls
     if full.error is not None and full.measurement.phase is not Phase.EVIDENCE:
         return ending.not_repeatable(full, screen.calls)
     return ending.judged(full)
-
-
-#: The probe on which the names the type cache keeps show (see sweep/typecache.py): a test
-#: flagged on it alone is screened again with the cache cleared after each call, and passed
-#: without a full verdict when the probe then grows by less than CACHE_HELD_MOST per call.
-#: Not by the screening rule (a delta of at least one on every call): a leak of a block or
-#: two per call whose lists come from the interpreter's free list reads 0 on some calls,
-#: and a second screen would then pass it where the first flagged it.
-CACHE_HELD = "py_blocks"
-CACHE_HELD_MOST = 0.5
 
 
 def _time_for_verdict(ending: _Ending, spec: BudgetSpec, policy: RunPolicy,
@@ -360,28 +344,6 @@ def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
 def _flags(screen: Repetition) -> dict[str, float]:
     assert isinstance(screen.measurement, ScreenMeasurement)
     return screen.measurement.flagged()
-
-
-def _second_screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
-                   outcome: SweepOutcome, slow: bool = False) -> Steps[Repetition]:
-    """Names built per call that the type cache keeps read as a block or two per call: the
-    screen again, with the cache cleared after each call, tells them from a leak in a few
-    calls instead of a full verdict's 128. Its growth and flags go into ``outcome``."""
-    TYPE_CACHE.arm()
-    again = yield from _screen(spec, catch, slow)
-    outcome.calls += again.calls
-    if again.error is None:
-        assert isinstance(again.measurement, ScreenMeasurement)
-        outcome.rescreen = again.measurement.per_call(CACHE_HELD)
-        outcome.flagged.update(_flags(again))
-    return again
-
-
-def _held_by_type_cache(outcome: SweepOutcome) -> bool:
-    """Flagged on ``py_blocks`` alone, which the second screen saw grow by less than
-    CACHE_HELD_MOST per call."""
-    return (outcome.rescreen is not None and outcome.rescreen < CACHE_HELD_MOST
-            and set(outcome.flagged) == {CACHE_HELD})
 
 
 @dataclass

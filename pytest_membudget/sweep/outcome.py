@@ -27,9 +27,6 @@ class SweepOutcome:
     verdict: SweepVerdict
     #: Probes the screen flagged, each with its growth over the screen.
     flagged: dict[str, float] = field(default_factory=dict)
-    #: ``py_blocks``' growth per call on a second screen, made with the type cache cleared
-    #: after each call when the screen flagged that probe alone; None when there was none.
-    rescreen: float | None = None
     #: Repeats made after the test's own first call (screen and full verdict).
     calls: int = 0
     seconds: float = 0.0
@@ -63,9 +60,6 @@ class SweepOutcome:
         }
         if self.needed:
             data["needed"] = round(self.needed, 3)
-        if self.rescreen is not None:
-            data["rescreen"] = {"py_blocks_per_call": round(self.rescreen, 3),
-                                "full_verdict": self.result is not None}
         if self.reason is not None:
             data.update(reason=self.reason.value, detail=self.detail,
                         failed_call=self.failed_call)

@@ -130,10 +130,7 @@ def inconclusive_text(data: Mapping[str, Any]) -> str:
 
 
 def passed_text(data: Mapping[str, Any]) -> str:
-    flags = ", ".join(data.get("flagged", {}))
-    if data.get("rescreen", {}).get("full_verdict") is False:
-        return f"{flags}; none on a second screen with the type cache cleared after each call"
-    return f"{flags}; no leak on the full verdict"
+    return f"{', '.join(data.get('flagged', {}))}; no leak on the full verdict"
 
 
 def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str]:
@@ -235,7 +232,6 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
         "not_looked_at": not_looked_at(records),
         "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
         "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
-        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged"),
-                     **({"rescreen": d["rescreen"]} if "rescreen" in d else {})}
+        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged")}
                     for n, d in records.items() if d.get("flagged")],
     }

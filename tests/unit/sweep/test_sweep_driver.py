@@ -241,8 +241,8 @@ def test_a_buffer_that_stops_filling_soon_after_the_screen_is_no_leak(size: int)
 @pytest.fixture
 def type_cache():  # type: ignore[no-untyped-def]
     """The process's type cache, disarmed before and after the test: the driver arms it for
-    a second screen or a full verdict, and these bodies run without the housekeeping that
-    disarms it (sweep/housekeeping.py)."""
+    a test's repeats, and these bodies run without the housekeeping that disarms it
+    (sweep/housekeeping.py)."""
     from pytest_membudget.sweep.typecache import TYPE_CACHE
 
     TYPE_CACHE.refill()
@@ -250,30 +250,27 @@ def type_cache():  # type: ignore[no-untyped-def]
     TYPE_CACHE.refill()
 
 
-def test_growth_the_type_cache_holds_is_told_from_a_leak_by_a_second_screen(
+def test_growth_the_type_cache_holds_is_not_flagged(
         type_cache) -> None:  # type: ignore[no-untyped-def]
     # The interpreter's cache, filled by names built per call, keeps or frees them by where
     # they were allocated: its growth is erratic. Here a list stands in for it, emptied
     # whenever the sweep clears the cache after a call.
     held: list[object] = []
 
-    def body() -> None:  # three blocks a call, as below
+    def body() -> None:  # three blocks a call until the cache is cleared
         held.append((object(), object()))
         if type_cache.armed:
             held.clear()
         type_cache.after_call()
 
     outcome = sweep(body)
-    assert set(outcome.flagged) == {"py_blocks"}, outcome.to_dict()
-    assert outcome.rescreen is not None and outcome.rescreen < 0.5
-    assert outcome.verdict is SweepVerdict.PASSED and outcome.result is None
-    # The screen's calls and the second screen's: no full verdict.
-    assert outcome.calls == 2 * SCREEN_WARMUP + SCREEN_CALLS + settle_points(SCREEN_CALLS)[0]
-    assert outcome.to_dict()["rescreen"] == {"py_blocks_per_call": outcome.rescreen,
-                                             "full_verdict": False}
+    assert type_cache.armed and not outcome.flagged, outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
+    # The screen's calls alone, ended at its first settle point: no full verdict.
+    assert outcome.calls == SCREEN_WARMUP + settle_points(SCREEN_CALLS)[0]
 
 
-def test_a_leak_flagged_on_blocks_alone_is_screened_again_and_confirmed(
+def test_a_leak_of_blocks_is_flagged_and_confirmed_with_the_cache_cleared(
         type_cache) -> None:  # type: ignore[no-untyped-def]
     kept: list[object] = []
 
@@ -284,21 +281,15 @@ def test_a_leak_flagged_on_blocks_alone_is_screened_again_and_confirmed(
             type_cache.after_call()
 
     outcome = sweep(body)
-    assert outcome.rescreen is not None and outcome.rescreen >= 1.0
+    assert type_cache.cleared and "py_blocks" in outcome.flagged
     assert outcome.verdict is SweepVerdict.LEAK
-    assert outcome.to_dict()["rescreen"]["full_verdict"] is True
 
 
 def test_the_verbose_list_says_how_a_flagged_test_was_cleared() -> None:
     from pytest_membudget.sweep.table import passed_text
 
-    second = {"flagged": {"py_blocks": 8.0},
-              "rescreen": {"py_blocks_per_call": 0.0, "full_verdict": False}}
-    assert passed_text(second) == (
-        "py_blocks; none on a second screen with the type cache cleared after each call")
-    full = {"flagged": {"py_blocks": 8.0},
-            "rescreen": {"py_blocks_per_call": 1.0, "full_verdict": True}}
-    assert passed_text(full) == "py_blocks; no leak on the full verdict"
+    assert passed_text({"flagged": {"py_blocks": 8.0}}) == (
+        "py_blocks; no leak on the full verdict")
     assert passed_text({"flagged": {"rss": 4096.0}}) == "rss; no leak on the full verdict"
 
 
