@@ -27,7 +27,7 @@ from pytest_membudget.measure import footprint
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
-from pytest_membudget.measure.stride import Stride
+from pytest_membudget.measure.stride import CPU_LEAST_STRIDE, Stride
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.timing import IterCpuTimeProbe
 from pytest_membudget.vocabulary import Phase, Status, StopReason
@@ -163,6 +163,11 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
     iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
     most = 1 if policy.every_call else Stride.most_for(policy.most_iterations, not policy.auto)
     m.stride = Stride(iteration_cost, most)
+    if cpu is not None:
+        # Each sample of CPU time is the cheapest of at least CPU_LEAST_STRIDE iterations
+        # where the window has room: an iteration of milliseconds is otherwise sampled on
+        # its own, and a neighbour's context switch stays in its sample.
+        m.stride.least = m.stride.every = min(CPU_LEAST_STRIDE, most)
     return len(times), m.stride
 
 

@@ -10,6 +10,10 @@ SAMPLING_OVERHEAD = 0.05
 AUTO_MIN_SAMPLES = 64
 #: Fewest samples a fixed run aims for.
 FIXED_MIN_SAMPLES = 32
+#: Fewest iterations a sample of iter_cpu_time spans where the window has room: each sample
+#: is the cheapest of them (probes/timing.py), so a neighbour's context switch, which only
+#: adds, is left out unless it hits every one.
+CPU_LEAST_STRIDE = 4
 
 
 class Stride:

@@ -158,3 +158,19 @@ def test_the_clock_is_not_read_unless_the_probe_is_budgeted(
         pass
     assert "iter_cpu_time" not in m.probes
     assert clock.reads == 0
+
+
+def test_a_slow_iteration_s_sample_is_the_cheapest_of_several(clock: FakeCpuClock) -> None:
+    # Iterations of a millisecond: sampling after each would cost under 5 % of the work, so
+    # every other probe is sampled after each one; CPU time is sampled over at least four,
+    # so that a neighbour's context switch in one of them is left out.
+    import time
+
+    def slow(i: int) -> float:
+        time.sleep(0.001)
+        return a_neighbour_every_fifth_call(i)
+
+    m = run(clock, {"iter_cpu_time": "2 us/iter", "iterations": 200, "warmup": 3}, slow)
+    assert m.stride is not None and m.stride.every >= 4
+    got, want = expected_samples(m, a_neighbour_every_fifth_call)
+    assert got == pytest.approx(want, rel=1e-9)
