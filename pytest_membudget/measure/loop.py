@@ -162,12 +162,10 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
         cpu.value = sorted(cpu_times)[len(cpu_times) // 2] if cpu_times else 0.0
     iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
     most = 1 if policy.every_call else Stride.most_for(policy.most_iterations, not policy.auto)
-    m.stride = Stride(iteration_cost, most)
-    if cpu is not None:
-        # Each sample of CPU time is the cheapest of at least CPU_LEAST_STRIDE iterations
-        # where the window has room: an iteration of milliseconds is otherwise sampled on
-        # its own, and a neighbour's context switch stays in its sample.
-        m.stride.least = m.stride.every = min(CPU_LEAST_STRIDE, most)
+    # Each sample of CPU time is the cheapest of at least CPU_LEAST_STRIDE iterations where
+    # the window has room: an iteration of milliseconds is otherwise sampled on its own, and
+    # a neighbour's context switch stays in its sample.
+    m.stride = Stride(iteration_cost, most, CPU_LEAST_STRIDE if cpu is not None else 1)
     return len(times), m.stride
 
 

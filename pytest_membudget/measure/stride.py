@@ -20,16 +20,16 @@ class Stride:
     """How many iterations pass between samples: sampling is kept near SAMPLING_OVERHEAD of
     the workload's time, from the measured cost of a sample and of an iteration."""
 
-    def __init__(self, iteration_cost: float, most: int) -> None:
+    def __init__(self, iteration_cost: float, most: int, least: int = 1) -> None:
         #: The warm-up's median iteration time: the window's first estimate.
         self.iteration_cost = iteration_cost
         self.most = most
         self.costs = 0.0
         self.samples = 0
         self.body_total = 0.0
-        self.every = 1
-        #: The narrowest stride allowed: the spacing of the window's samples once thinned.
-        self.least = 1
+        #: The narrowest stride allowed (no wider than ``most``): a probe's own need
+        #: (CPU_LEAST_STRIDE), then the spacing of the window's samples once thinned.
+        self.least = self.every = max(1, min(least, most))
 
     def calibrate(self, sample_cost: float) -> None:
         """After the window's first sample, which cost ``sample_cost``."""

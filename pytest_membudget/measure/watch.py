@@ -33,12 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import (
-    is_library,
-    is_own,
-    is_user_frame,
-    source_line,
-)
+from pytest_membudget.evidence.frames import is_library, is_own, is_user_frame, source_line
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
