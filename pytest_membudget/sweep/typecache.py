@@ -18,10 +18,17 @@ lookups of the sweep's own names on its own classes, each kept because it took a
 ``None`` (read on ``None``'s reference count). The entries then hold the sweep's own names,
 not ``None``, and no test's objects. Replaying the plan costs a fraction of a millisecond
 per swept test (0.48 s over the 740 tests of gymnasium's ``test_spaces.py``: 0.65 ms
-each); the search for lookups that complete it (about 10 ms: the whole grid of names and
-classes) runs again only when the plan reaches fewer entries than the search last could.
-A grid reaches a few entries short of all 4,096 (measured: 4,082 on a replay); in that
-sweep the search ran once.
+each; 0.2 ms a replay alone); the search for lookups that complete it (20 ms: the whole grid
+of names and classes) runs again only when the plan reaches fewer entries than the search
+last could. The plan reaches all 4,096 entries (counted by each entry's index, from the
+classes' version tags, on 3.11; a fresh grid of lookups after a replay finds none left at
+``None`` on 3.10 and 3.11); in that sweep the search ran once.
+
+CPython 3.10 clears differently: it empties the entries, points them at ``None`` at the next
+lookup, and gives each class a new version tag in the order of the lookups after a clear. A
+replay therefore starts with one lookup on each of the plan's classes in a fixed order, and
+counts ``None`` from there: the same tags, so the same entries, on every replay (without it a
+plan reached 3,175 entries on 3.10, and a test's next lookups still moved ``None``'s count).
 """
 
 from __future__ import annotations
@@ -74,39 +81,49 @@ class TypeCache:
         cleared, self.cleared, self.armed = self.cleared, False, False
         if not cleared or _clear is None or sys.getrefcount(None) >= IMMORTAL:
             return
-        start, taken = self._replay()
-        if taken < self.reach:
+        names, classes = self._grid()
+        if self._replay(names[0], classes) < self.reach:
             self.shortfalls += 1
-            self._extend(start - ENTRIES)
-            # What the completed plan reaches, counted on a replay of it alone (the search's
-            # own classes and names move None's count too).
-            self.reach = min(ENTRIES, self._replay()[1])
+            self._extend(names, classes)
+            # What the completed plan reaches, counted on a replay of it alone.
+            self.reach = min(ENTRIES, self._replay(names[0], classes))
 
-    def _replay(self) -> tuple[int, int]:
-        """Clear the cache and look the plan up again: ``None``'s reference count before the
-        lookups, and the entries they took from ``None``."""
-        assert _clear is not None
-        getrefcount, types, names = sys.getrefcount, self.types, self.names
-        # Cleared once more, so that between the clear and the count only the plan's lookups
-        # run (an attribute read here would take an entry of its own).
-        _clear()
-        start = getrefcount(None)
-        deque(map(getattr, types, names), 0)
-        return start, start - getrefcount(None)
-
-    def _extend(self, target: int) -> None:
-        """Add to the plan the lookups that take an entry from ``None`` (read on ``None``'s
-        reference count) until none is left, from names of several lengths (several
-        allocator size classes) on several classes: an entry is picked by the type's
-        version tag and the name's address."""
-        if not self.grid:
+    def _grid(self) -> tuple[list[str], list[type]]:
+        """The names and classes the plan is drawn from, made once, before any replay (making
+        a class looks attributes up, and a replay's lookups must be the same each time)."""
+        if self.grid is None:
             names = [f"_membudget_entry_{i}_" + "x" * (i % 61) for i in range(NAMES)]
             self.grid = (names, [type(f"_MembudgetEntries{i}", (), dict.fromkeys(names, 0))
                                  for i in range(CLASSES)])
-        names, classes = self.grid
+        return self.grid
+
+    def _replay(self, first: str, classes: list[type]) -> int:
+        """Clear the cache and look the plan up again: the entries its lookups took from
+        ``None``."""
+        assert _clear is not None
+        getrefcount, types, names = sys.getrefcount, self.types, self.names
+        # Cleared once more, so that between the clear and the count only the sweep's own
+        # lookups run (an attribute read here would take an entry of its own). Before the
+        # count, one lookup on each class in a fixed order: CPython 3.10 empties the entries on
+        # a clear and points them at None only at the next lookup, and gives every class a new
+        # version tag (which picks its entries) in the order of the lookups after a clear; this
+        # order makes the tags, and so the entries the plan reaches, the same on every replay.
+        _clear()
+        deque(map(getattr, classes, [first] * len(classes)), 0)
+        start = getrefcount(None)
+        deque(map(getattr, types, names), 0)
+        return start - getrefcount(None)
+
+    def _extend(self, names: list[str], classes: list[type]) -> None:
+        """Add to the plan the lookups that take an entry from ``None`` (read on ``None``'s
+        reference count), over the whole grid: names of several lengths (several allocator
+        size classes) on several classes, as an entry is picked by the type's version tag and
+        the name's address. It starts from a replay, with no attribute read between the
+        replay and the search but the plan's own: an entry some other lookup took there would
+        be missed by the search and left at ``None`` by every later replay."""
         getrefcount, add_type, add_name = sys.getrefcount, self.types.append, self.names.append
-        # Read after the classes were made (making one looks attributes up too), and with no
-        # attribute read in the loop but the plan's own.
+        replay = self._replay
+        replay(names[0], classes)
         left = getrefcount(None)
         for name in names:
             for cls in classes:
@@ -116,8 +133,6 @@ class TypeCache:
                     add_type(cls)
                     add_name(name)
                     left = now
-                    if left <= target:
-                        return
 
 
 #: One per process: the plan is found once, and completed when it falls short.
