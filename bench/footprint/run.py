@@ -360,7 +360,12 @@ def run_shape(chosen: shapes.Shape, rises: dict[str, float],
 def write(results: list[ShapeRuns], meta: dict[str, Any], text: str, out: Path,
           tag: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"run_{meta['date'].replace('-', '')}{'_' + tag if tag else ''}"
+    stem = base = f"run_{meta['date'].replace('-', '')}{'_' + tag if tag else ''}"
+    # A record already written (an earlier run the same day, with the same tag) is kept.
+    again = 1
+    while any((out / f"{stem}.{ext}").exists() for ext in ("md", "txt", "json")):
+        again += 1
+        stem = f"{base}_{again}"
     (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.txt").write_text(text + error_tails(results))
     raw = {"meta": meta, "shapes": [

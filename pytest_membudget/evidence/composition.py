@@ -59,6 +59,11 @@ class MemoryReading:
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of when it is at least this share of the rise.
 MAJOR_SHARE = 0.25
+#: A reading that rose less than this share of the measured rise (the kernel's high-water
+#: mark) missed the peak: it sat between two readings, inside a call that held the
+#: interpreter (a quadratic concatenation's last copy beside its source). Such a reading
+#: names no kind: what it was made of is not what the peak was made of.
+MISSED_SHARE = 0.5
 
 
 def _delta(peak: float, start: float) -> float:
@@ -130,23 +135,31 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
 
 
 def composition(start: MemoryReading, peak: MemoryReading,
-                traced: float | None = None, arrays: float = 0.0) -> dict[str, Any]:
+                traced: float | None = None, arrays: float = 0.0,
+                measured: float | None = None) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``, ``arrays``: as for :func:`rise_kinds`."""
+    ``traced``, ``arrays``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
+    high-water mark measured; where the reading rose less than MISSED_SHARE of it, the
+    reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
+    major (``dominant`` is None)."""
     own = traced_rise(start, peak)
     kinds, untouched = rise_kinds(start, peak, traced, arrays)
-    dominant = max(KINDS, key=lambda kind: kinds[kind])
     rise = peak.rss - start.rss
+    missed = measured is not None and measured > 0 and rise < MISSED_SHARE * measured
+    dominant = None if missed else max(KINDS, key=lambda kind: kinds[kind])
     found: dict[str, Any] = {
         "rss_start": start.rss, "rss_peak": peak.rss, "rise": rise,
         "kinds": {kind: round(kinds[kind]) for kind in KINDS},
         "dominant": dominant,
-        "major": [kind for kind in KINDS if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise],
+        "major": [] if missed else [kind for kind in KINDS
+                                    if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise],
         "traced": traced is not None or own is not None,
         "arrays_counted": arrays > 0 and traced is None and own is None,
         "threads": [start.threads, peak.threads],
     }
+    if missed:
+        found["missed"] = round(float(measured or 0.0))
     if untouched > 0:
         found["untouched"] = round(untouched)
     if math.isfinite(peak.stacks_reserved):

@@ -170,6 +170,8 @@ def state(size: float, kept: float) -> str:
     return "transient" if kept <= TRANSIENT_SHARE * size else "partly retained"
 
 
+#: Probes whose rise is the process's resident memory, as the composition's readings are.
+RESIDENT_PROBES = ("rss", "uss")
 #: Kinds of memory that hold data: what is left of them when the call returned says whether
 #: the peak outlived it (the allocators' free memory and other anonymous pages do not).
 HELD = ("python", "native", "file", "stacks")
@@ -180,6 +182,9 @@ def call_state(peak: dict[str, Any], left: dict[str, float]) -> str:
     at the peak (HELD kinds) was still there when it returned. Lines only the watch saw get
     it: tracemalloc cannot say it line by line for memory it does not trace."""
     at_peak = sum(max(peak["kinds"].get(kind, 0.0), 0.0) for kind in HELD)
+    # A reading that missed the peak holds less than the peak did: the measured rise was
+    # there at the peak, of whatever kind.
+    at_peak = max(at_peak, float(peak.get("missed", 0.0)))
     kept = sum(max(left.get(kind, 0.0), 0.0) for kind in HELD)
     return state(at_peak, min(kept, at_peak))
 
@@ -267,10 +272,12 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     untraced = max(rise - traced, 0.0) if traced is not None else math.inf
     if census and not one_call:
         untraced = max(rise - census["traced"], 0.0)
-    found = composition(start, peak, traced)
+    # The reading's rise stands against the measured one only where both are RSS.
+    measured = rise if probe in RESIDENT_PROBES else None
+    found = composition(start, peak, traced, measured=measured)
     left = composition(start, end, None)["kinds"]
     if traced is None and retained_arrays > 0:
-        found = composition(start, peak, None, arrays=retained_arrays)
+        found = composition(start, peak, None, arrays=retained_arrays, measured=measured)
     lines = merge(traced_lines, rose, untraced)
     if threads and found["dominant"] == "stacks":
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")

@@ -61,7 +61,7 @@ class PhaseRow:
             self.rise = rss.rise
             seen = m.watched
             if seen is not None:
-                self.composition = composition(seen.start, seen.peak)
+                self.composition = composition(seen.start, seen.peak, measured=rss.rise)
                 self.rose = seen.rose[:PHASE_LINES]
         if rss is not None and len(rss.samples):
             self.left = float(rss.samples[-1] - rss.start)

@@ -58,8 +58,15 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
         " (not traced: numpy arrays the run kept count as Python objects, other objects over "
         "512 B and freed arrays in the native heap)" if found.get("arrays_counted") else
         " (tracemalloc off: numpy arrays and objects over 512 B count in the native heap)")
-    lines = [f"{indent}what the rise was made of{untraced}:",
-             f"{indent}  {kinds_line(found.get('kinds', {}), rise)}"]
+    if found.get("missed"):
+        # The reading is not the peak's: say what it is, and name no kind for the peak.
+        lines = [f"{indent}the watch missed the peak: its highest reading rose {size(rise)} of "
+                 f"the {size(found['missed'])} measured (the peak fell between its readings, "
+                 "inside a call that held the interpreter), so no kind is named for the peak; "
+                 f"that reading was made of{untraced}:"]
+    else:
+        lines = [f"{indent}what the rise was made of{untraced}:"]
+    lines.append(f"{indent}  {kinds_line(found.get('kinds', {}), rise)}")
     if left is not None:
         lines.append(f"{indent}  left when the call returned: {kinds_line(left)}")
     lines += [f"{indent}{advice}" for advice in remedies(found)]
@@ -207,10 +214,10 @@ def phase_lines(phases: list[dict[str, Any]]) -> list[str]:
         found = phase.get("composition", {})
         kinds = found.get("kinds", {})
         major = ", ".join(KIND_NAMES.get(kind, kind) for kind in found.get("major", []))
+        made_of = major or ("-" if not kinds else "peak missed" if found.get("missed") else
+                            KIND_NAMES.get(found.get("dominant"), ""))
         rows.append((phase["name"], str(phase.get("calls", 1)), size(phase.get("rise")),
-                     size(phase.get("left")), major or ("-" if not kinds else
-                                                       KIND_NAMES.get(found.get("dominant"),
-                                                                      "")),
+                     size(phase.get("left")), made_of,
                      budgets_text(phase.get("budgets", [])), phase.get("verdict", "")))
     return ["", "  phases (RSS):", *("    " + line for line in table(rows, PHASE_HEADER))]
 

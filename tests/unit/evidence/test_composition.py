@@ -63,3 +63,18 @@ def test_nothing_known_is_left_out_quietly() -> None:
     bare = MemoryReading(rss=100 * MIB)
     found = composition(bare, MemoryReading(rss=130 * MIB))
     assert found["kinds"]["other"] == 30 * MIB and math.isfinite(found["rise"])
+
+
+def test_a_reading_far_below_the_measured_rise_missed_the_peak_and_names_no_kind() -> None:
+    """A quadratic concatenation's peak (the last copy beside its source) sits inside one
+    call: the watch's highest reading holds one copy, the kernel's high-water mark both. That
+    reading's kinds are not the peak's: none is named, and the measured rise is kept."""
+    reading = at_peak(rss=74, anon=74, malloc_used=74)
+    missed = composition(START, reading, measured=150 * MIB)
+    assert missed["dominant"] is None and missed["major"] == []
+    assert missed["missed"] == round(150 * MIB)
+    assert round(missed["kinds"]["native"] / MIB) == 74  # the reading's own figures stay
+    # A reading that holds most of the measured rise is the peak's.
+    caught = composition(START, at_peak(rss=140, anon=140, malloc_used=140),
+                         measured=150 * MIB)
+    assert caught["dominant"] == "native" and "missed" not in caught

@@ -3,7 +3,13 @@ watch's rise by line beside the census, retained or transient."""
 
 from __future__ import annotations
 
-from pytest_membudget.evidence.peak import merge, shown, state, user_line
+from dataclasses import replace
+
+from pytest_membudget.evidence.composition import MemoryReading
+from pytest_membudget.evidence.peak import merge, peak_report, shown, state, user_line
+from pytest_membudget.render.footprint import peak_lines
+
+MIB = 1024.0**2
 
 NP = "/venv/site-packages/numpy/_core/numeric.py"
 
@@ -93,3 +99,25 @@ def test_a_traced_call_in_time_names_its_lines_and_their_state() -> None:
     first = found["lines"][0]
     assert first["bytes"] >= 2 * 1024 * 1024 and first["state"] == "transient"
     assert found["traced"] >= 2 * 1024 * 1024 and "cut" not in found
+
+
+def test_a_missed_peak_is_said_and_its_state_is_read_against_the_measured_rise() -> None:
+    """The watch read 1 MiB of a 150 MiB rise, and nothing was left when the call returned:
+    the call's memory was transient (against 1 MiB of the reading, 1 MiB of allocators' free
+    memory left would read retained), and the failure says the peak was missed."""
+    start = MemoryReading(rss=100 * MIB, anon=80 * MIB, file=20 * MIB, shmem=0.0,
+                          malloc_used=10 * MIB, malloc_free=MIB, pymalloc_used=20 * MIB,
+                          pymalloc_free=2 * MIB)
+    reading = replace(start, rss=101 * MIB, anon=81 * MIB, malloc_free=2 * MIB)
+    end = replace(start, rss=101 * MIB, anon=81 * MIB, malloc_free=2 * MIB)
+    rose = [{"file": "t.py", "line": 8, "bytes": 75 * MIB, "rose_bytes": 75 * MIB,
+             "source": "rose"}]
+    report = peak_report("rss", 150 * MIB, start, reading, end, rose, None)
+    assert report["composition"]["dominant"] is None
+    assert report["lines"][0]["state"] == "transient"
+    text = "\n".join(peak_lines(report))
+    assert "the watch missed the peak" in text and "150 MiB measured" in text
+    assert "fragmentation" not in text
+    # A heap rise is tracemalloc's, not RSS: the RSS reading is not held against it.
+    assert peak_report("heap", 150 * MIB, start, reading, end, rose,
+                       None)["composition"]["dominant"] is not None
