@@ -88,13 +88,19 @@ def stack_frames(frames: list[np.ndarray]) -> np.ndarray:
 
 class FrameLoader:
     """Batches from a DataLoader; one step = one batch. Persistent workers (the default
-    here) serve every batch; without, each pass over the dataset starts new workers."""
+    here) serve every batch; without, each pass over the dataset starts new workers.
+    ``start``: how the workers are started (a ``multiprocessing`` start method; None: the
+    platform's default, fork on Linux). Forked workers share their pages with the process
+    that forked them, and each page that process writes to afterwards becomes the worker's
+    alone (copy-on-write): the worker's unique memory rises with the parent's work, not its
+    own. ``"spawn"`` starts workers that share nothing with it (about 3 s to the first
+    batch, for torch's import in each)."""
 
     def __init__(self, dataset: Frames, workers: int = 2, batch_size: int = 4,
-                 persistent: bool = True) -> None:
+                 persistent: bool = True, start: str | None = None) -> None:
         self.loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers,
                                  persistent_workers=persistent, prefetch_factor=2,
-                                 collate_fn=stack_frames)
+                                 collate_fn=stack_frames, multiprocessing_context=start)
         self.batches: Iterator[np.ndarray] | None = iter(self.loader) if persistent else None
 
     def step(self) -> float:
