@@ -41,8 +41,8 @@ WORKER_BUDGET = pytest.mark.membudget(children_uss=0, children=0, warmup=20)
 LOADER_BUDGET = pytest.mark.membudget(children_uss=0, children=0, warmup=20, iterations=600)
 SETTLE_BATCHES = 400
 # Forked workers' unique memory also rises when the test's process writes to pages it still
-# shares with them (copy-on-write makes each such page the worker's alone): 76 to 356 KiB
-# over 2,400 batches, in steps, as this process runs pytest and the plugin; the fixed
+# shares with them (copy-on-write makes each such page the worker's alone): 20 to 356 KiB
+# over 2,400 batches in four runs, in steps, as this process runs pytest and the plugin; the fixed
 # Dataset failed at 228 B per batch twice in a row so. Spawned workers share no page with
 # it: 8 to 20 KiB over the same 2,400 batches.
 START = "spawn"
