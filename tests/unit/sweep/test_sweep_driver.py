@@ -102,10 +102,20 @@ def test_a_slow_test_that_leaks_is_flagged_with_the_delta_after_its_first_readin
 
     # The first reading saw growth; the second (after two calls) sees it stopped. Had the
     # delta after the first reading been left out, as after the others, the rule would have
-    # judged the first delta alone, and flagged it.
-    outcome = sweep(stops_after_the_first_measured_call, first_call=SLOW_CALL)
-    assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
-    assert outcome.calls == SCREEN_WARMUP + 2
+    # judged the first delta alone, and flagged it. The screen stops at the second reading
+    # where nothing else in the process allocated during those calls; under pytest-xdist its
+    # channel's thread may (measured: 1 sweep in 5 audit runs of -n 2 read on to 6 calls, as
+    # a screen should when a delta moved), so the stop is looked for in up to three sweeps.
+    calls = []
+    for _ in range(3):
+        growth[0] = 0
+        held[:] = [None] * len(held)
+        outcome = sweep(stops_after_the_first_measured_call, first_call=SLOW_CALL)
+        assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
+        calls.append(outcome.calls)
+        if outcome.calls == SCREEN_WARMUP + 2:
+            break
+    assert calls[-1] == SCREEN_WARMUP + 2, calls
 
 
 def test_a_descriptor_that_moved_keeps_the_screen_to_its_full_length() -> None:
