@@ -1,6 +1,8 @@
 """Where in native code: when a failing budget's growth is native (tracemalloc saw none), a
 few more iterations under memray with native traces, and the stacks of the memory they
 allocated that is still allocated at their end, each with the user's Python line below it.
+When a failing footprint's peak is largely native memory, one more call under memray, and
+the allocations alive at its highest point (memray's high-water mark), by the user's line.
 
 memray is optional (``pytest-membudget[native]``) and runs on Linux and macOS only; without
 it the evidence says how to get it.
@@ -34,6 +36,10 @@ NATIVE_DEPTH = 64
 INSTALL = ("pip install 'pytest-membudget[native]' (memray) to see the native stacks that "
            "allocated it")
 PLATFORMS = ("linux", "darwin")
+#: Lines of the native peak shown, largest first; allocations under SMALL_PEAK_LINE of the
+#: high-water mark are summed up with the rest.
+PEAK_TOP = 5
+SMALL_PEAK_LINE = 0.01
 
 
 def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
@@ -86,6 +92,69 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
         found["reason"] = ("no allocation made more than once in them is still live (memray "
                            "sees calls to malloc from compiled code, not calls through a "
                            "pointer to libc's own malloc, such as ctypes.CDLL(None).malloc)")
+    return found
+
+
+def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
+    """One more call (``iteration``) under memray with native traces; the allocations alive
+    at its highest point (memray's high-water mark), grouped by the user's Python line that
+    called the native code that made them (the innermost native frame beside it), largest
+    first. Allocations made by Python objects (numpy's data too) are there as well: memray
+    sees the malloc beneath them."""
+    reason = missing()
+    if reason is not None:
+        return {"missing": reason}
+    try:
+        import memray
+    except ImportError as error:
+        return {"missing": f"memray is installed but does not import ({error}); {INSTALL}"}
+    directory = tempfile.mkdtemp(prefix="membudget-native-peak-")
+    capture = os.path.join(directory, "peak.bin")
+    began = time.perf_counter()
+    try:
+        with memray.Tracker(capture, native_traces=True, follow_fork=False):
+            yield iteration
+        reader = memray.FileReader(capture)
+        peak = int(reader.metadata.peak_memory)
+        stacks = [stack for stack in map(_stack, reader.get_high_watermark_allocation_records(
+            merge_threads=True)) if stack is not None]
+        del reader
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    lines = by_user_line(stacks)
+    least = SMALL_PEAK_LINE * peak
+    head = [line for line in lines[:PEAK_TOP] if line["bytes"] >= least] or lines[:1]
+    rest = lines[len(head):]
+    found: dict[str, Any] = {
+        "peak": peak, "lines": head,
+        "more": {"lines": len(rest), "bytes": sum(line["bytes"] for line in rest)},
+        "seconds": round(time.perf_counter() - began, 6)}
+    if not head:
+        found["reason"] = ("memray saw no native allocation alive at the peak: it sees calls to "
+                           "malloc from compiled code, not calls through a pointer to libc's "
+                           "own malloc, such as ctypes.CDLL(None).malloc")
+    return found
+
+
+def by_user_line(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Native stacks (:func:`_stack`) merged by the user's Python line under them (by their
+    innermost native frame where no user line is under them), largest first: bytes,
+    allocations, and the native frame that allocated most of them."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for stack in stacks:
+        user, inner = stack.get("python"), stack["frames"][0]
+        key = (user["file"], user["line"]) if user else ("", inner["function"])
+        line = merged.get(key)
+        if line is None:
+            line = merged[key] = {"python": user, "bytes": 0, "allocations": 0,
+                                  "native": inner, "native_bytes": 0}
+        line["bytes"] += stack["bytes"]
+        line["allocations"] += stack["allocations"]
+        if stack["bytes"] > line["native_bytes"]:
+            line["native"], line["native_bytes"] = inner, stack["bytes"]
+    found = sorted(merged.values(), key=lambda line: line["bytes"], reverse=True)
+    for line in found:
+        del line["native_bytes"]
     return found
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.evidence.census import type_counts
+from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.peak import (
     TRACED_SECONDS,
     PeakCensus,
@@ -171,6 +172,10 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
                          retained_arrays=retained_arrays, threads=seen.threads)
     if skipped is not None:
         report["census"] = {**report.get("census", {}), "skipped": skipped}
+    if "native" in report["composition"].get("major", ()) and call_seconds <= RERUN_SECONDS:
+        # Native memory is a large share of the peak: one more call under memray (where it
+        # is installed) names the native allocations alive at its highest point.
+        report["native"] = yield from native_at_peak(iteration + (census is not None))
     report.update(device)
     report["timeline"] = timeline(seen)
     report["peak_at"] = round(seen.peak_at, 6)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_membudget.evidence.frames import source_line
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.render.units import fmt, short_path, table
 
@@ -96,6 +97,36 @@ def remedies(found: dict[str, Any]) -> list[str]:
     return advice
 
 
+def native_peak_lines(native: dict[str, Any]) -> list[str]:
+    """The native allocations alive at the peak of one more call under memray, by the user's
+    line; or why they cannot be had here."""
+    if not native:
+        return []
+    if native.get("missing"):
+        return [f"  native allocations at the peak: {native['missing']}"]
+    lines = [f"  native allocations alive at the peak (memray, one more call, which peaked at "
+             f"{size(native.get('peak'))}):"]
+    if native.get("reason"):
+        lines.append(f"    {native['reason']}")
+    for entry in native.get("lines", []):
+        user, inner = entry.get("python"), entry.get("native") or {}
+        where = (f"{short_path(user['file'])}:{user['line']}" if user else
+                 "no line of your code under it")
+        made_in = inner.get("function", "?")
+        if inner.get("file"):
+            made_in += f" ({short_path(inner['file'])})"
+        count = entry.get("allocations", 0)
+        lines.append(f"    {where}: {size(entry['bytes'])} in {count} allocation"
+                     f"{'s' if count != 1 else ''}, made in {made_in}")
+        code = source_line(user["file"], user["line"]) if user else ""
+        if code:
+            lines.append(f"        {code}")
+    more = native.get("more", {})
+    if more.get("lines"):
+        lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
+    return lines
+
+
 def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     """One line of the live set: the user's line, its bytes, transient or retained.
     ``traced``: whether a census ran (else a line's rise says nothing of tracemalloc)."""
@@ -179,6 +210,7 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         more = evidence.get("more", {})
         if more.get("lines"):
             lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
+    lines += native_peak_lines(evidence.get("native") or {})
     lines += type_lines(evidence.get("types") or {})
     if "traced_peak" in census:
         peak = census["traced_peak"] or 0

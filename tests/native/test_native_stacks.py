@@ -70,3 +70,68 @@ def test_a_rerun_that_leaves_nothing_allocated_says_so() -> None:
     except StopIteration as done:
         found = done.value
     assert found["stacks"] == [] and "still live" in found["reason"]
+
+
+PEAK_SOURCE = """
+#include <stdlib.h>
+#include <string.h>
+double membudget_transient(size_t n) {
+    char *p = malloc(n); double s = 0; size_t i;
+    if (!p) return -1;
+    memset(p, 1, n);
+    for (i = 0; i < n; i += 4096) s += p[i];
+    free(p);
+    return s;
+}
+"""
+
+PEAK_TEST = """
+import ctypes, pytest
+
+LIB = ctypes.CDLL({library!r})
+LIB.membudget_transient.restype = ctypes.c_double
+LIB.membudget_transient.argtypes = [ctypes.c_size_t]
+
+def phase():
+    return LIB.membudget_transient(48 * 1024 * 1024)
+
+@pytest.mark.membudget(rss_rise="16 MiB")
+def test_native_peak(membudget):
+    membudget.run(phase)
+"""
+
+
+def test_a_native_peak_names_its_allocation_under_the_calling_line(
+        pytester: pytest.Pytester) -> None:
+    """48 MiB malloc'd, touched and freed inside one compiled call: the composition reads
+    native heap, and one more call under memray names the allocation alive at its peak, with
+    the user's line that called the library. (Small, so that the call stays well under the
+    second a call may take to be run again, on a loaded machine too.)"""
+    import json
+
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        pytest.skip("no C compiler to build the library")
+    (pytester.path / "peak.c").write_text(PEAK_SOURCE)
+    library = pytester.path / "libpeak.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-g", "-O1", "-o", str(library),
+                    str(pytester.path / "peak.c")], check=True)
+    pytester.makepyfile(PEAK_TEST.format(library=str(library)))
+    report = pytester.path / "membudget.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                           f"--membudget-json={report}")
+    result.assert_outcomes(failed=1)
+    tests = json.loads(report.read_text())["tests"]
+    test = tests[0] if isinstance(tests, list) else next(iter(tests.values()))
+    evidence = test["peak_evidence"]
+    assert evidence["composition"]["dominant"] == "native"
+    native = evidence["native"]
+    top = native["lines"][0]
+    assert top["native"]["function"] == "membudget_transient"
+    assert top["python"]["line"] == 8 and top["bytes"] >= 48 * 1024 * 1024
+    result.stdout.fnmatch_lines([
+        "*native allocations alive at the peak (memray, one more call*",
+        "*test_a_native_peak_names_its_allocation_under_the_calling_line.py:8: 48 MiB in 1 "
+        "allocation, made in membudget_transient*",
+        "*return LIB.membudget_transient(48 * 1024 * 1024)*",
+    ])

@@ -68,3 +68,36 @@ def test_a_memray_that_does_not_import_is_named(monkeypatch: pytest.MonkeyPatch)
         next(native_stacks(0, 10))
     assert "does not import" in done.value.value["missing"]
     assert INSTALL in done.value.value["missing"]
+
+
+def test_without_memray_a_native_peak_says_how_to_get_its_allocations(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_membudget.evidence.native import native_at_peak
+    from pytest_membudget.render.footprint import native_peak_lines
+
+    _without_memray(monkeypatch)
+    rerun = native_at_peak(7)
+    with pytest.raises(StopIteration) as done:
+        next(rerun)  # no call is run again without it
+    assert done.value.value == {"missing": INSTALL}
+    assert native_peak_lines(done.value.value) == [
+        f"  native allocations at the peak: {INSTALL}"]
+
+
+def test_native_stacks_at_the_peak_are_merged_by_the_users_line() -> None:
+    from pytest_membudget.evidence.native import by_user_line
+
+    user = {"function": "step", "file": "/work/t.py", "line": 12}
+    stacks = [
+        {"bytes": 100, "allocations": 1, "python": user,
+         "frames": [{"function": "at::empty_cpu", "file": "libtorch_cpu.so", "line": 0}]},
+        {"bytes": 300, "allocations": 2, "python": user,
+         "frames": [{"function": "posix_memalign", "file": "libc.so.6", "line": 0}]},
+        {"bytes": 50, "allocations": 1, "python": None,
+         "frames": [{"function": "PyInit_x", "file": "x.so", "line": 0}]},
+    ]
+    merged = by_user_line(stacks)
+    assert [line["bytes"] for line in merged] == [400, 50]
+    assert merged[0]["allocations"] == 3 and merged[0]["python"] == user
+    assert merged[0]["native"]["function"] == "posix_memalign"  # the frame with the most
+    assert merged[1]["python"] is None and merged[1]["native"]["function"] == "PyInit_x"
