@@ -26,6 +26,7 @@ from pytest_membudget.settings import SessionSettings
 from pytest_membudget.sweep.driver import HEAVY_SWEEP_SECONDS, sweep_test, sweep_test_async
 from pytest_membudget.sweep.housekeeping import Housekeeping
 from pytest_membudget.sweep.outcome import SweepOutcome, leak_summary
+from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 #: The opt-out marker: ``@pytest.mark.no_membudget_sweep(reason="...")``.
@@ -139,6 +140,11 @@ class SweepHooks:
         #: The membudget state of a test with its own budgets (marker or fixture), else None.
         self.own_budgets = own_budgets
         self.evidence = EvidenceOnce()
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # The type cache's refill plan is found once per process, here, rather than in the
+        # first swept test's call, whose time a timeout marker bounds.
+        TYPE_CACHE.prepare()
 
     # -- timing ----------------------------------------------------------------------------
 

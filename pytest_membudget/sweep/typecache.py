@@ -75,6 +75,16 @@ class TypeCache:
             _clear()
             self.cleared = True
 
+    def prepare(self) -> None:
+        """Find the plan before the first swept test (the sweep calls this when the session
+        starts): the search of the whole grid takes about 20 ms, more on a loaded machine,
+        and inside a test's call it counts against the test's own timeout. It clears the
+        cache, and leaves every entry pointing at a name of the plan's."""
+        if _clear is None or sys.getrefcount(None) >= IMMORTAL or self.types:
+            return
+        self.cleared = True
+        self.refill()
+
     def refill(self) -> None:
         """Point every entry of the cache at a name, none at ``None``, where ``None``'s
         reference count shows them (elsewhere ``None`` is immortal and nothing shows)."""

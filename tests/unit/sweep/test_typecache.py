@@ -83,3 +83,15 @@ def test_the_search_runs_again_only_when_the_plan_falls_short_of_its_reach() -> 
     cache.names.clear()
     cleared_and_refilled(cache)
     assert cache.shortfalls == searched + 1 and len(cache.types) > 0
+
+
+def test_the_plan_found_when_the_session_starts_leaves_each_test_a_replay() -> None:
+    """The sweep prepares the plan at session start: a test's refill then replays it alone
+    (no search inside a test's call, whose time a timeout marker bounds)."""
+    cache = TypeCache()
+    cache.prepare()
+    assert cache.shortfalls == 1 and cache.types and entries_left_at_none() == 0
+    cache.prepare()  # once per process
+    for _ in range(3):
+        cleared_and_refilled(cache)
+    assert cache.shortfalls == 1
