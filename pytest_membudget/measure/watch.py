@@ -201,7 +201,11 @@ class PeakWatch:
                         # The stacks after the capture (their files let go of the GIL):
                         # threads come and go slowly beside the rest.
                         self._reader.refresh_stacks()
-                        self._peak = self._reader.reading(taken)
+                        reading = self._reader.reading(taken)
+                        # A capture made again after C code freed memory meanwhile is of a
+                        # lower moment than the one it replaces: that one stands.
+                        if not reading.rss < self._peak.rss:
+                            self._peak = reading
                         next_reading = rss + max(LEAST_COMPOSITION_STEP,
                                                  COMPOSITION_SHARE * (rss - start))
                 now_threads = count()

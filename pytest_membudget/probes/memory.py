@@ -37,6 +37,11 @@ def parse_status(raw: bytes) -> dict[str, float]:
     return found
 
 
+#: A capture is made again where the resident memory moved by more than this while it was
+#: read (C code that let go of the GIL freed or touched memory meanwhile), at most
+#: CAPTURE_TRIES times in all.
+CAPTURE_STEADY_BYTES = 1 << 20
+CAPTURE_TRIES = 3
 _PYMALLOC_USED = re.compile(rb"# bytes in allocated blocks\s*=\s*([\d,]+)")
 _PYMALLOC_TOTAL = re.compile(rb"\nTotal\s*=\s*([\d,]+)")
 
@@ -174,7 +179,31 @@ class MemoryReader:
         workload keeps it for the interpreter's switch interval only, and everything must
         describe the same moment (a freed result read by one figure and not another would
         read as memory of the wrong kind). pymalloc's statistics come last: the longest, one
-        C call that nothing interrupts."""
+        C call that nothing interrupts.
+
+        The GIL does not stop C code that let go of it (a ctypes call, numpy's loops): such
+        code may free memory between two figures, and the status read before the free and
+        glibc's figures after it read the freed memory as some other kind (48 MiB that a
+        compiled call malloc'd and freed read as "other anonymous memory", 1 run in 5 under
+        load). So the status is read again after the figures; where the resident memory moved
+        by more than CAPTURE_STEADY_BYTES meanwhile, the capture is made again (up to
+        CAPTURE_TRIES times; the last one stands)."""
+        taken = self._capture_once()
+        for _ in range(CAPTURE_TRIES - 1):
+            if self._status is None or self._steady(taken.status):
+                break
+            taken = self._capture_once()
+        return taken
+
+    def _steady(self, status: bytes) -> bool:
+        """Whether the resident memory is where ``status`` read it, within
+        CAPTURE_STEADY_BYTES."""
+        assert self._status is not None
+        before = parse_status(status).get("rss", NAN)
+        after = parse_status(self._status.read(8192)).get("rss", NAN)
+        return not abs(after - before) > CAPTURE_STEADY_BYTES
+
+    def _capture_once(self) -> Capture:
         taken = Capture()
         if self._status is not None:
             taken.status = self._status.read(8192)

@@ -99,3 +99,41 @@ def test_a_reset_for_an_inner_mark_keeps_the_outer_marks_peak() -> None:
     source.peak = 700.0
     assert outer.close() == 700.0
     assert ledger.marks == []
+
+
+def test_a_capture_during_which_resident_memory_moved_is_made_again() -> None:
+    """C code that let go of the GIL may free memory between the status and glibc's figures:
+    the status is read again after them, and where it moved the capture is made again."""
+    import sys as _sys
+
+    from pytest_membudget.probes import memory
+
+    if not _sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/status")
+
+    class Script:
+        """VmRSS values in kB, one per read; the last repeats."""
+
+        def __init__(self, values: list[int]) -> None:
+            self.values = values
+            self.reads = 0
+
+        def read(self, size: int) -> bytes:
+            value = self.values[min(self.reads, len(self.values) - 1)]
+            self.reads += 1
+            return f"VmRSS:\t{value} kB\nRssAnon:\t{value} kB\n".encode()
+
+    reader = memory.MemoryReader()
+    # Read at 200 MiB, then 150 MiB once the figures were read: made again, at 150, steady.
+    reader._status = Script([200 * 1024, 150 * 1024, 150 * 1024, 150 * 1024])  # type: ignore[assignment]
+    taken = reader.capture()
+    assert reader._status.reads == 4
+    assert reader.reading(taken).rss == 150 * 1024 * 1024
+    # A steady moment costs one more read of the status.
+    reader._status = Script([150 * 1024])  # type: ignore[assignment]
+    reader.capture()
+    assert reader._status.reads == 2
+    # Memory that keeps moving: the capture is made CAPTURE_TRIES times, the last one stands.
+    reader._status = Script([100 * 1024 * k for k in range(1, 20)])  # type: ignore[assignment]
+    reader.capture()
+    assert reader._status.reads == 2 * memory.CAPTURE_TRIES - 1
