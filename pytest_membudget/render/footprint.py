@@ -104,6 +104,10 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
         return []
     if native.get("missing"):
         return [f"  native allocations at the peak: {native['missing']}"]
+    if native.get("skipped"):
+        return [f"  native allocations at the peak: not recorded, one call takes "
+                f"{native['skipped']['call_seconds']:.2f} s, too long to run again under "
+                "memray's native tracing; the lines are where RSS rose"]
     lines = [f"  native allocations alive at the peak (memray, one more call, which peaked at "
              f"{size(native.get('peak'))}):"]
     if native.get("reason"):

@@ -101,3 +101,10 @@ def test_native_stacks_at_the_peak_are_merged_by_the_users_line() -> None:
     assert merged[0]["allocations"] == 3 and merged[0]["python"] == user
     assert merged[0]["native"]["function"] == "posix_memalign"  # the frame with the most
     assert merged[1]["python"] is None and merged[1]["native"]["function"] == "PyInit_x"
+
+
+def test_a_call_too_long_for_native_tracing_says_so() -> None:
+    from pytest_membudget.render.footprint import native_peak_lines
+
+    [line] = native_peak_lines({"skipped": {"call_seconds": 0.6}})
+    assert "not recorded, one call takes 0.60 s" in line and "where RSS rose" in line
