@@ -59,9 +59,8 @@ def missing() -> str | None:
     return None
 
 
-def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]:
-    """Up to ``most`` iterations (NATIVE_SECONDS at most) under memray with native traces;
-    then the stacks of what they left allocated."""
+def _memray() -> Any:
+    """The memray module, or the evidence's ``{"missing": why}`` where it cannot be had."""
     reason = missing()
     if reason is not None:
         return {"missing": reason}
@@ -69,7 +68,15 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
         import memray
     except ImportError as error:  # installed but broken (a wheel for another Python)
         return {"missing": f"memray is installed but does not import ({error}); {INSTALL}"}
+    return memray
 
+
+def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]:
+    """Up to ``most`` iterations (NATIVE_SECONDS at most) under memray with native traces;
+    then the stacks of what they left allocated."""
+    memray = _memray()
+    if isinstance(memray, dict):
+        return memray
     directory = tempfile.mkdtemp(prefix="membudget-native-")
     capture = os.path.join(directory, "native.bin")
     try:
@@ -101,13 +108,9 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     called the native code that made them (the innermost native frame beside it), largest
     first. Allocations made by Python objects (numpy's data too) are there as well: memray
     sees the malloc beneath them."""
-    reason = missing()
-    if reason is not None:
-        return {"missing": reason}
-    try:
-        import memray
-    except ImportError as error:
-        return {"missing": f"memray is installed but does not import ({error}); {INSTALL}"}
+    memray = _memray()
+    if isinstance(memray, dict):
+        return memray
     directory = tempfile.mkdtemp(prefix="membudget-native-peak-")
     capture = os.path.join(directory, "peak.bin")
     began = time.perf_counter()
