@@ -64,6 +64,11 @@ MAJOR_SHARE = 0.25
 #: interpreter (a quadratic concatenation's last copy beside its source). Such a reading
 #: names no kind: what it was made of is not what the peak was made of.
 MISSED_SHARE = 0.5
+#: Where the reading missed the peak, tracemalloc's own high-water mark over one more call
+#: of the same work (exact, even inside one C call) names the peak Python's when it holds
+#: more than this share of the measured rise: a kind that is most of a rise is its largest,
+#: whatever the rest was made of.
+TRACED_PEAK_SHARE = 0.5
 
 
 def _delta(peak: float, start: float) -> float:
@@ -136,30 +141,43 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
 
 def composition(start: MemoryReading, peak: MemoryReading,
                 traced: float | None = None, arrays: float = 0.0,
-                measured: float | None = None) -> dict[str, Any]:
+                measured: float | None = None,
+                traced_peak: float | None = None) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
     ``traced``, ``arrays``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
     high-water mark measured; where the reading rose less than MISSED_SHARE of it, the
     reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
-    major (``dominant`` is None)."""
+    major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
+    call of the same work, above its start) holds more than TRACED_PEAK_SHARE of the
+    measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
+    figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
     kinds, untouched = rise_kinds(start, peak, traced, arrays)
     rise = peak.rss - start.rss
     missed = measured is not None and measured > 0 and rise < MISSED_SHARE * measured
-    dominant = None if missed else max(KINDS, key=lambda kind: kinds[kind])
+    named = None
+    if missed and traced_peak is not None and measured is not None:
+        python = min(max(traced_peak, 0.0), measured)
+        named = python if python > TRACED_PEAK_SHARE * measured else None
+    if missed:
+        dominant, major = ("python", ["python"]) if named is not None else (None, [])
+    else:
+        dominant = max(KINDS, key=lambda kind: kinds[kind])
+        major = [kind for kind in KINDS if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise]
     found: dict[str, Any] = {
         "rss_start": start.rss, "rss_peak": peak.rss, "rise": rise,
         "kinds": {kind: round(kinds[kind]) for kind in KINDS},
         "dominant": dominant,
-        "major": [] if missed else [kind for kind in KINDS
-                                    if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise],
+        "major": major,
         "traced": traced is not None or own is not None,
         "arrays_counted": arrays > 0 and traced is None and own is None,
         "threads": [start.threads, peak.threads],
     }
     if missed:
         found["missed"] = round(float(measured or 0.0))
+    if named is not None:
+        found["peak_python"] = round(named)
     if untouched > 0:
         found["untouched"] = round(untouched)
     if math.isfinite(peak.stacks_reserved):

@@ -274,10 +274,14 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
         untraced = max(rise - census["traced"], 0.0)
     # The reading's rise stands against the measured one only where both are RSS.
     measured = rise if probe in RESIDENT_PROBES else None
-    found = composition(start, peak, traced, measured=measured)
+    # tracemalloc's own peak over the rerun's one call: exact where the watch's readings
+    # fell between (a peak inside one C call), and the run's where it was one call too.
+    traced_peak = census["traced"] if census and one_call else None
+    found = composition(start, peak, traced, measured=measured, traced_peak=traced_peak)
     left = composition(start, end, None)["kinds"]
     if traced is None and retained_arrays > 0:
-        found = composition(start, peak, None, arrays=retained_arrays, measured=measured)
+        found = composition(start, peak, None, arrays=retained_arrays, measured=measured,
+                            traced_peak=traced_peak)
     lines = merge(traced_lines, rose, untraced)
     if threads and found["dominant"] == "stacks":
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")

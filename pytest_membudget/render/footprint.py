@@ -59,7 +59,15 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
         " (not traced: numpy arrays the run kept count as Python objects, other objects over "
         "512 B and freed arrays in the native heap)" if found.get("arrays_counted") else
         " (tracemalloc off: numpy arrays and objects over 512 B count in the native heap)")
-    if found.get("missed"):
+    if found.get("missed") and found.get("peak_python") is not None:
+        # The reading is not the peak's; tracemalloc's exact peak of one more call is.
+        share = found["peak_python"] / found["missed"]
+        lines = [f"{indent}the watch missed the peak: its highest reading rose {size(rise)} of "
+                 f"the {size(found['missed'])} measured (the peak fell between its readings, "
+                 "inside a call that held the interpreter); tracemalloc's own peak over one "
+                 f"more call holds {size(found['peak_python'])} of it ({share:.0%}): the peak "
+                 f"was mostly Python objects. That reading was made of{untraced}:"]
+    elif found.get("missed"):
         # The reading is not the peak's: say what it is, and name no kind for the peak.
         lines = [f"{indent}the watch missed the peak: its highest reading rose {size(rise)} of "
                  f"the {size(found['missed'])} measured (the peak fell between its readings, "

@@ -78,3 +78,23 @@ def test_a_reading_far_below_the_measured_rise_missed_the_peak_and_names_no_kind
     caught = composition(START, at_peak(rss=140, anon=140, malloc_used=140),
                          measured=150 * MIB)
     assert caught["dominant"] == "native" and "missed" not in caught
+
+
+def test_a_missed_peak_is_named_python_by_tracemalloc_s_own_peak_when_it_is_most_of_it() -> None:
+    """tracemalloc's high-water mark over one more call is exact inside one C call: where it
+    holds more than half of the measured rise, the peak was mostly Python objects, whatever
+    the missed reading held; under half it names nothing."""
+    reading = at_peak(rss=74, anon=74, malloc_used=74)
+    named = composition(START, reading, measured=150 * MIB, traced_peak=149 * MIB)
+    assert named["dominant"] == "python" and named["major"] == ["python"]
+    assert named["peak_python"] == 149 * MIB and named["missed"] == 150 * MIB
+    assert round(named["kinds"]["native"] / MIB) == 74  # still the reading's own figures
+    # Never more than the measured rise.
+    assert composition(START, reading, measured=150 * MIB,
+                       traced_peak=400 * MIB)["peak_python"] == 150 * MIB
+    unnamed = composition(START, reading, measured=150 * MIB, traced_peak=60 * MIB)
+    assert unnamed["dominant"] is None and "peak_python" not in unnamed
+    # A reading that caught the peak keeps its own kinds.
+    caught = composition(START, at_peak(rss=140, anon=140, malloc_used=140),
+                         measured=150 * MIB, traced_peak=149 * MIB)
+    assert caught["dominant"] == "native" and "peak_python" not in caught

@@ -118,6 +118,15 @@ def test_a_missed_peak_is_said_and_its_state_is_read_against_the_measured_rise()
     text = "\n".join(peak_lines(report))
     assert "the watch missed the peak" in text and "150 MiB measured" in text
     assert "fragmentation" not in text
+    # One more traced call whose own peak held most of the measured rise names it Python.
+    census = {"traced": 148 * MIB, "lines": []}
+    named = peak_report("rss", 150 * MIB, start, reading, end, rose, census)
+    assert named["composition"]["dominant"] == "python"
+    text = "\n".join(peak_lines(named))
+    assert "the watch missed the peak" in text and "mostly Python objects" in text
+    # A run of many calls is not the rerun's one: its traced peak names nothing.
+    assert peak_report("rss", 150 * MIB, start, reading, end, rose, census,
+                       one_call=False)["composition"]["dominant"] is None
     # A heap rise is tracemalloc's, not RSS: the RSS reading is not held against it.
     assert peak_report("heap", 150 * MIB, start, reading, end, rose,
                        None)["composition"]["dominant"] is not None
