@@ -186,6 +186,11 @@ def call_state(peak: dict[str, Any], left: dict[str, float]) -> str:
     # there at the peak, of whatever kind.
     at_peak = max(at_peak, float(peak.get("missed", 0.0)))
     kept = sum(max(left.get(kind, 0.0), 0.0) for kind in HELD)
+    if at_peak <= 0:
+        # The reading held none of them (all of it other anonymous memory, or the
+        # allocators' free memory): the rise as a whole against what was left of it.
+        at_peak = max(float(peak.get("rise", 0.0)), 0.0)
+        kept = sum(max(value, 0.0) for value in left.values())
     return state(at_peak, min(kept, at_peak))
 
 

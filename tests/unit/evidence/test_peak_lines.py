@@ -130,3 +130,20 @@ def test_a_missed_peak_is_said_and_its_state_is_read_against_the_measured_rise()
     # A heap rise is tracemalloc's, not RSS: the RSS reading is not held against it.
     assert peak_report("heap", 150 * MIB, start, reading, end, rose,
                        None)["composition"]["dominant"] is not None
+
+
+def test_a_peak_of_no_data_kind_is_transient_when_nothing_is_left() -> None:
+    """A reading whose whole rise is other anonymous memory (none of Python's, the native
+    heap's, a file's or a stack's) says nothing by kind of what outlived the call: the rise
+    as a whole against what was left of it (nothing: transient, not retained)."""
+    start = MemoryReading(rss=100 * MIB, anon=80 * MIB, file=20 * MIB, shmem=0.0,
+                          malloc_used=10 * MIB, malloc_free=MIB, pymalloc_used=20 * MIB,
+                          pymalloc_free=2 * MIB)
+    reading = replace(start, rss=250 * MIB, anon=230 * MIB)
+    rose = [{"file": "t.py", "line": 8, "bytes": 150 * MIB, "rose_bytes": 150 * MIB,
+             "source": "rose"}]
+    freed = peak_report("rss", 150 * MIB, start, reading, start, rose, None)
+    assert freed["composition"]["dominant"] == "other"
+    assert freed["lines"][0]["state"] == "transient"
+    kept = peak_report("rss", 150 * MIB, start, reading, reading, rose, None)
+    assert kept["lines"][0]["state"] == "retained"
