@@ -56,6 +56,10 @@ SWITCH_INTERVAL = 0.0002
 HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
 #: Frames read the slower way where faulthandler's dump leaves the measured thread out.
 FALLBACK_FRAMES = 32
+#: A rise read while the measured thread is in this plugin's code, between calls, is the
+#: workload's from this size on: the plugin's own work between calls (a sample, a judgement)
+#: touches far less.
+OWN_RISE = 1024 * 1024
 #: Other lines of a function kept beside the one that rose most.
 OTHER_LINES = 3
 #: Seconds between two stops of a workload that is still above the ceiling (code that
@@ -256,7 +260,12 @@ class PeakWatch:
         if inner is None:
             return  # the thread's stack could not be read: no line to name
         if is_own(inner[0]):
-            return  # the plugin's own work between calls (a sample), not the workload's
+            if into is not None or user is None or amount < OWN_RISE:
+                return  # the plugin's own work between calls (a sample), not the workload's
+            # A rise this large is the call's that just returned: C code that held the GIL
+            # from its start to its end (one json.loads) is first read here, between calls.
+            # It goes to the user's line that made the call.
+            inner = user
         lines = self._lines if into is None else into
         key = (user, inner)
         line = lines.get(key)

@@ -221,3 +221,33 @@ def test_a_retained_cache_names_the_types_it_left_alive(pytester: pytest.Pyteste
     assert rows["numpy.ndarray"] >= 200_000 and rows["dict"] >= 20_000
     # A cache's many small objects: where RSS rose, with its line first.
     assert evidence["lines"][0]["line"] == 7
+
+
+HELD_INTERPRETER = """
+import json, pytest
+
+TEXT = json.dumps([{"id": i, "tag": f"k{i % 100}"} for i in range(300_000)])
+KEPT = []
+
+def load():
+    KEPT.clear()
+    KEPT.append(json.loads(TEXT))  # one C call that holds the GIL throughout
+
+@pytest.mark.membudget(rss_rise="20 MiB")
+def test_loads(membudget):
+    membudget.run(load)
+"""
+
+
+def test_a_rise_inside_a_call_that_held_the_interpreter_is_attributed(
+        pytester: pytest.Pytester) -> None:
+    """json.loads holds the GIL from start to end: the watch first reads after the call
+    returned, often in this plugin's code between calls. The rise is the call's, and goes to
+    the user's line that made it, not to nothing (the failure named a line that rose 84 KiB
+    of a 148 MiB rise)."""
+    result, tests = run(pytester, HELD_INTERPRETER)
+    result.assert_outcomes(failed=1)
+    evidence = tests["test_loads"]["peak_evidence"]
+    first = evidence["lines"][0]
+    assert first["bytes"] >= 0.5 * evidence["rise"], evidence["lines"]
+    assert first["line"] in (8, 12)  # the json.loads line, or the run(load) line
