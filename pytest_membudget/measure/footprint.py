@@ -31,9 +31,10 @@ from pytest_membudget.vocabulary import Status
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
 #: Longest call made again under tracemalloc for the evidence (seconds): tracing makes it
-#: slower still, and the evidence aims at about a second. Without it, objects over 512 bytes
-#: that the call freed before it returned count in the native heap.
-RERUN_SECONDS = 1.0
+#: slower still, and the evidence aims at about a second (a torch CPU step of 0.9-1.0 s cost
+#: 1.04-1.09 s of evidence run again). Without it, objects over 512 bytes that the call
+#: freed before it returned count in the native heap.
+RERUN_SECONDS = 0.7
 #: Longest call run once more under memray for the native allocations at a peak: native
 #: tracing slows it several times, and the evidence aims at a second.
 NATIVE_CALL_SECONDS = 0.25
