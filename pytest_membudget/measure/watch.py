@@ -248,6 +248,9 @@ class PeakWatch:
         at = 0
         while at < len(stack) and not is_user_frame(stack[at][0]):
             at += 1
+        # The plugin's own code above the user's frame (its judgement calling numpy, between
+        # calls): the thread is in the plugin's work, whatever library it is in.
+        inner = next((where for where in stack[:at] if is_own(where[0])), inner)
         while (at + 1 < len(stack) and stack[at][2] in HELPERS
                and is_user_frame(stack[at + 1][0])):
             at += 1

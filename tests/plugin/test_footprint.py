@@ -233,7 +233,9 @@ def load():
     KEPT.clear()
     KEPT.append(json.loads(TEXT))  # one C call that holds the GIL throughout
 
-@pytest.mark.membudget(rss_rise="20 MiB")
+# The rise is about 84 MiB: the hard ceiling (4x the budget) stays above it, or a watch that
+# reads while load() still runs would stop it as a runaway.
+@pytest.mark.membudget(rss_rise="40 MiB")
 def test_loads(membudget):
     membudget.run(load)
 """
@@ -250,4 +252,4 @@ def test_a_rise_inside_a_call_that_held_the_interpreter_is_attributed(
     evidence = tests["test_loads"]["peak_evidence"]
     first = evidence["lines"][0]
     assert first["bytes"] >= 0.5 * evidence["rise"], evidence["lines"]
-    assert first["line"] in (8, 12)  # the json.loads line, or the run(load) line
+    assert first["line"] in (8, 14), first  # the json.loads line, or the run(load) line
