@@ -95,7 +95,9 @@ LIB.membudget_transient.argtypes = [ctypes.c_size_t]
 def phase():
     return LIB.membudget_transient(16 * 1024 * 1024)
 
-@pytest.mark.membudget(rss_rise="4 MiB")
+# A budget of half the rise: the hard ceiling (4x the budget) stays well above the 16 MiB,
+# or a reading a few pages past it would stop the call as a runaway.
+@pytest.mark.membudget(rss_rise="8 MiB")
 def test_native_peak(membudget):
     membudget.run(phase)
 """
