@@ -118,6 +118,10 @@ class PeakWatch:
         self._stack = ThreadStack(self._target)
         self._reader = MemoryReader()
         self._reader.refresh_stacks()
+        # Opened here, not in the watch's thread once the run has begun: opening a file lets
+        # go of the GIL, and a workload that then holds it in one long C call (json.loads)
+        # would run to its end before the watch's first reading.
+        self._read_rss = _rss_reader()
         self._lines: dict[tuple[Any, ...], _Line] = {}
         self._started: dict[tuple[Any, ...], _Line] = {}
         self._timeline = np.zeros((TIMELINE_ROWS, 3))
@@ -177,14 +181,14 @@ class PeakWatch:
     # -- the watch's thread -----------------------------------------------------------------
 
     def _watch(self) -> None:
+        read_rss, traced = self._read_rss, _traced_reader()
         self._begin.wait()
         if self._halt.is_set():
+            read_rss.close()
             return
-        read_rss = _rss_reader()
         start = self._start.rss
         attributed = start
         next_reading = start + LEAST_COMPOSITION_STEP
-        traced = _traced_reader()
         sleep, clock, halted = time.sleep, time.perf_counter, self._halt.is_set
         count = threading.active_count
         threads = count()
@@ -372,10 +376,17 @@ class ThreadStack:
 
     def read(self) -> list[Where]:
         fd = self._fd
+        # The dump first: it writes without letting go of the GIL, so the stack is the one
+        # of the moment the watch got the GIL back (the RSS it just read). The file's calls
+        # let go of it and let the workload run on: they come after, and the file is left
+        # empty for the next read (a reset before the dump read a long C call's line as
+        # the caller's, the call having returned meanwhile).
+        faulthandler.dump_traceback(fd, all_threads=True)
+        size = os.lseek(fd, 0, os.SEEK_CUR)
+        dump = os.pread(fd, size, 0)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        faulthandler.dump_traceback(fd, all_threads=True)
-        stack = stack_in(os.pread(fd, os.lseek(fd, 0, os.SEEK_CUR), 0), self._header)
+        stack = stack_in(dump, self._header)
         if stack:
             return stack
         # Not in the dump: faulthandler lists the newest 100 threads, and the measured one
