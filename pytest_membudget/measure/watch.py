@@ -194,9 +194,12 @@ class PeakWatch:
         threads = count()
         try:
             while not halted():
-                sleep(INTERVAL)
                 # The moment the GIL came back: RSS, the running line and, at a new step of
                 # the rise, the raw figures, before anything else (see MemoryReader.capture).
+                # The first reading comes straight after the start, not after a sleep: a
+                # workload that enters one long C call at once (json.loads) keeps the GIL
+                # from the watch's start, which gets it back when that call returns and must
+                # read then, before a sleep lets the workload run on.
                 rss = read_rss()
                 if rss > self._highest:
                     where = self._frames() if rss - attributed >= RISE_STEP else None
@@ -229,6 +232,7 @@ class PeakWatch:
                     tick()
                 if rss - start > self.ceiling and now - self._fired > REFIRE_SECONDS:
                     self._stop_workload(rss, now)
+                sleep(INTERVAL)
         finally:
             read_rss.close()
 
