@@ -26,7 +26,7 @@ from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, Unsettled, build_result
 from pytest_membudget.measure.samples import Measurement
-from pytest_membudget.sweep.outcome import SweepOutcome, describe
+from pytest_membudget.sweep.outcome import SecondLook, SweepOutcome, describe
 from pytest_membudget.sweep.screen import (
     EXACT_SECONDS,
     EXACT_SHORTEST,
@@ -303,8 +303,16 @@ def sweep_steps(
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
+    if set(outcome.flagged) == {SECOND_LOOK} and 2 * ending.elapsed() < allowed:
+        again = yield from _second_look(spec, catch, outcome, screen)
+        if again.error is not None:
+            outcome.screen_seconds = ending.elapsed()
+            return ending.not_repeatable(again, screen.calls)
     outcome.screen_seconds = ending.elapsed()
     if not outcome.flagged:
+        return ending.finish()
+    if outcome.second_look is not None and not outcome.second_look.goes_on:
+        outcome.verdict = SweepVerdict.PASSED
         return ending.finish()
     spec = full_spec(run, outcome.flagged, defaults, 0.0)
     policy = confirmation_policy(spec, outcome.flagged)
@@ -317,6 +325,39 @@ def sweep_steps(
     if full.error is not None and full.measurement.phase is not Phase.EVIDENCE:
         return ending.not_repeatable(full, screen.calls)
     return ending.judged(full)
+
+
+#: The probe whose growth alone gets a second look before a full verdict: glibc's bytes in
+#: use rise on every call of many clean tests for a few calls (numpy's caches, an arena's
+#: bookkeeping under arrays of random sizes), and a full verdict of such a test runs 128
+#: calls or 2 s of its work to tell (1 to 3 s each on gymnasium's suite, 82 tests).
+SECOND_LOOK = "malloc"
+#: The share of the screen's growth per call that the second look must keep for the growth
+#: to go on, where it no longer grows on every call: a leak keeps its rate (a fixed leak
+#: grows on every call again; one of random sizes keeps its mean), a fill that is ending
+#: does not. The full verdict's reading of a slowing fill (judge.policy.FILL_SLOWDOWN) on
+#: a few calls.
+SECOND_LOOK_KEEPS = 0.5
+
+
+def _second_look(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
+                 outcome: SweepOutcome, screen: Repetition) -> Steps[Repetition]:
+    """The screen's length again on the flagged probe alone, straight on (no warm-up), all
+    calls read, the type cache cleared after each as before: whether the growth goes on.
+    Its figures go into ``outcome``."""
+    assert isinstance(screen.measurement, ScreenMeasurement)
+    first = screen.measurement.per_call(SECOND_LOOK)
+    look = replace(spec, run=replace(spec.run, warmup=0))
+    again = yield from repeat(look, (SECOND_LOOK,), catch, storage=ScreenMeasurement,
+                              policy=RunPolicy.for_run(look.run))
+    outcome.calls += again.calls
+    if again.error is None:
+        assert isinstance(again.measurement, ScreenMeasurement)
+        then = again.measurement.per_call(SECOND_LOOK)
+        every = SECOND_LOOK in again.measurement.flagged()
+        outcome.second_look = SecondLook(SECOND_LOOK, first, then, every,
+                                         goes_on=every or then >= SECOND_LOOK_KEEPS * first)
+    return again
 
 
 def _time_for_verdict(ending: _Ending, spec: BudgetSpec, policy: RunPolicy,

@@ -20,6 +20,25 @@ from pytest_membudget.vocabulary import (
 )
 
 
+@dataclass(frozen=True)
+class SecondLook:
+    """A second screen of a test flagged on one probe alone (sweep.driver.SECOND_LOOK):
+    that probe's growth per call on the screen (``first``) and on the second look
+    (``then``), whether it grew on every call of the second look, and whether its growth
+    went on (a full verdict follows) or stopped (the test passed without one)."""
+
+    probe: str
+    first: float
+    then: float
+    every_call: bool
+    goes_on: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"probe": self.probe, "first_per_call": round(self.first, 3),
+                "then_per_call": round(self.then, 3), "every_call": self.every_call,
+                "full_verdict": self.goes_on}
+
+
 @dataclass
 class SweepOutcome:
     """How one test came out of the sweep: data, turned into text at the edge."""
@@ -27,6 +46,8 @@ class SweepOutcome:
     verdict: SweepVerdict
     #: Probes the screen flagged, each with its growth over the screen.
     flagged: dict[str, float] = field(default_factory=dict)
+    #: The second look at growth the screen flagged on one probe alone; None when none.
+    second_look: SecondLook | None = None
     #: Repeats made after the test's own first call (screen and full verdict).
     calls: int = 0
     seconds: float = 0.0
@@ -60,6 +81,8 @@ class SweepOutcome:
         }
         if self.needed:
             data["needed"] = round(self.needed, 3)
+        if self.second_look is not None:
+            data["second_look"] = self.second_look.to_dict()
         if self.reason is not None:
             data.update(reason=self.reason.value, detail=self.detail,
                         failed_call=self.failed_call)

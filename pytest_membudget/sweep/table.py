@@ -130,7 +130,14 @@ def inconclusive_text(data: Mapping[str, Any]) -> str:
 
 
 def passed_text(data: Mapping[str, Any]) -> str:
-    return f"{', '.join(data.get('flagged', {}))}; no leak on the full verdict"
+    flagged = ", ".join(data.get("flagged", {}))
+    look = data.get("second_look")
+    if look and not look.get("full_verdict"):
+        probe = look.get("probe", "")
+        return (f"{flagged}; its growth stopped on a second look "
+                f"({per_call(probe, look.get('first_per_call'))} on the screen, "
+                f"{per_call(probe, look.get('then_per_call'))} then)")
+    return f"{flagged}; no leak on the full verdict"
 
 
 def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str]:
@@ -232,6 +239,7 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
         "not_looked_at": not_looked_at(records),
         "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
         "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
-        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged")}
+        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged"),
+                     **({"second_look": d["second_look"]} if d.get("second_look") else {})}
                     for n, d in records.items() if d.get("flagged")],
     }

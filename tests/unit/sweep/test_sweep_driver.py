@@ -401,3 +401,72 @@ def test_a_heavy_buffer_filled_before_the_verdict_is_passed_on_malloc_where_rss_
     outcome = sweep(slow(0.012, fill), allowed=0.4, first_call=0.012, most=10.0)
     assert {"malloc", "rss"} <= set(outcome.flagged), outcome.to_dict()
     assert outcome.verdict is SweepVerdict.PASSED, (outcome.verdict, probe_verdicts(outcome))
+
+
+# A second look at growth the screen saw on malloc alone.
+
+
+def native_bytes() -> Callable[[int], None]:
+    """A body that takes ``size`` bytes from glibc's malloc and never frees them, its
+    pointers kept in C memory (no Python object per call). Above glibc's per-thread cache
+    (1,032 B): a chunk served from that cache was in use for mallinfo2 already, and its
+    bytes in use would not move."""
+    import ctypes
+    import ctypes.util
+
+    from pytest_membudget.sweep.driver import screen_probes
+
+    if "malloc" not in screen_probes():
+        pytest.skip("malloc needs glibc's mallinfo2")
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    kept = (ctypes.c_void_p * 4096)()
+    state = [0]
+
+    def take(size: int) -> None:
+        kept[state[0] % 4096] = libc.malloc(size)
+        state[0] += 1
+
+    return take
+
+
+def test_a_native_leak_is_looked_at_again_and_then_judged() -> None:
+    take = native_bytes()
+    outcome = sweep(lambda: take(1600))
+    assert set(outcome.flagged) == {"malloc"}, outcome.to_dict()
+    look = outcome.second_look
+    assert look is not None and look.goes_on and look.every_call, outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.LEAK, probe_verdicts(outcome)
+
+
+def test_native_growth_that_stops_after_the_screen_passes_on_a_second_look() -> None:
+    take = native_bytes()
+    calls = [0]
+
+    def fill() -> None:
+        # 1,600 B a call through the screen's warm-up and its calls, then nothing: a cache
+        # of native memory that is full.
+        calls[0] += 1
+        if calls[0] <= SCREEN_WARMUP + SCREEN_CALLS:
+            take(1600)
+
+    outcome = sweep(fill)
+    assert set(outcome.flagged) == {"malloc"}, outcome.to_dict()
+    look = outcome.second_look
+    assert look is not None and not look.goes_on, outcome.to_dict()
+    assert outcome.verdict is SweepVerdict.PASSED and outcome.result is None
+    # The screen's calls, then the second look's, and no full verdict.
+    assert outcome.calls == SCREEN_WARMUP + 2 * SCREEN_CALLS
+    assert outcome.to_dict()["second_look"]["full_verdict"] is False
+
+
+def test_the_verbose_list_says_a_second_look_cleared_a_test() -> None:
+    from pytest_membudget.sweep.table import passed_text
+
+    record = {"flagged": {"malloc": 768.0},
+              "second_look": {"probe": "malloc", "first_per_call": 96.0,
+                              "then_per_call": 0.0, "every_call": False,
+                              "full_verdict": False}}
+    assert passed_text(record) == (
+        "malloc; its growth stopped on a second look (96 B/call on the screen, 0 B/call then)")
