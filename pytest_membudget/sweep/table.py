@@ -72,6 +72,10 @@ def evidence_text(top: Mapping[str, Any] | None) -> str:
     if kind == "native":
         if top.get("stack"):
             return native_top_text({"stacks": [top["stack"]]})
+        if top.get("slope"):
+            probe = str(top.get("probe"))
+            return (f"native memory (tracemalloc saw {per_call('heap', top.get('traced'))} "
+                    f"of {probe}'s {per_call(probe, top.get('slope'))})")
         return "native memory (tracemalloc saw no Python growth)"
     return f"no evidence: {top.get('text')}"
 

@@ -46,3 +46,21 @@ def test_a_native_leak_carries_its_top_stack() -> None:
 def test_a_native_leak_without_stacks_reads_as_before() -> None:
     top = top_evidence({"iterations": 10, "sites": [], "native": {"missing": "pip ..."}})
     assert evidence_text(top) == "native memory (tracemalloc saw no Python growth)"
+
+
+def test_sites_that_explain_little_of_a_native_leak_do_not_lead_its_line() -> None:
+    """A counter's int is a traced site beside 1.6 KiB a call of native memory: the line is
+    the native memory, with how little tracemalloc saw of it."""
+    explained = {"probe": "malloc", "slope": 1616.0, "traced": 0.5, "share": 0.0003,
+                 "rest": "native"}
+    evidence = {"iterations": 64, "sites": [dict(SITE, bytes=32, per_iter=0.5)],
+                "explained": explained, "native": {"missing": "pip ..."}}
+    top = top_evidence(evidence, ("malloc",))
+    assert top is not None and top["kind"] == "native", top
+    assert evidence_text(top) == (
+        "native memory (tracemalloc saw 0.5 B/call of malloc's 1.58 KiB/call)")
+    # Sites that account for most of the slope still lead it, and so do sites of Python
+    # objects that grow beside the native memory (the objects that hold it).
+    python = dict(explained, traced=1600.0, share=0.99, rest="python")
+    assert top_evidence(dict(evidence, explained=python), ("malloc",))["kind"] == "site"
+    assert top_evidence(evidence, ("py_blocks", "malloc"))["kind"] == "site"
