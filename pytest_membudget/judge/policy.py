@@ -176,6 +176,14 @@ class RunPolicy:
         return self.stands(measured, elapsed) or (
             elapsed >= self.clean_seconds and measured >= FEWEST_CALLS)
 
+    def settles(self, measured: int, elapsed: float, clean: bool) -> bool:
+        """Whether a probe that passes (clean on its own or not) would stand here alone:
+        an auto run's budgets settle one by one (judge.verdict.keep_settled)."""
+        if not self.auto:
+            return False
+        return self.stands_clean(measured, elapsed) if clean else self.stands(measured,
+                                                                              elapsed)
+
     def calls_to_verdict(self, call_seconds: float) -> int:
         """The measured calls an auto run takes to a confirmed failure at ``call_seconds`` a
         call (a pass stands no later): the shortest verdict in calls, or, for a slow call,

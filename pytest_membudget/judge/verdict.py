@@ -51,6 +51,8 @@ class Verdict:
     #: catalog) is vouched for by exact counters sampled beside it that are flat (see
     #: hold_back). An auto run may stand on a clean verdict sooner (policy.CLEAN_SECONDS).
     clean: bool = False
+    #: The coarse probes whose exact witnesses are flat beyond doubt (see hold_back).
+    vouched: frozenset[str] = frozenset()
 
     @property
     def failed(self) -> bool:
@@ -204,7 +206,44 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
         held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
         if flat:
             vouched.add(coarse)
-    return Verdict(held, clean=_clean(held, vouched))
+    return Verdict(held, clean=_clean(held, vouched), vouched=frozenset(vouched))
+
+
+#: Probe -> its judgement at the checkpoint where it settled, and whether it was clean there.
+Settled = dict[str, tuple[ProbeJudgement, bool]]
+
+
+def settling(verdict: Verdict) -> dict[str, bool]:
+    """The probes with a slope budget whose every budget passes in ``verdict``, each with
+    whether it is clean on its own (a coarse probe vouched for by its witnesses): the
+    probes that may settle here if the run's policy would let them stand alone."""
+    return {
+        name: _clean({name: p}, set(verdict.vouched))
+        for name, p in verdict.probes.items()
+        if p.outcomes and all(o.status is PASS for o in p.outcomes)
+        and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes)
+    }
+
+
+def keep_settled(verdict: Verdict, settled: Settled) -> Verdict:
+    """A probe whose budgets all passed at a checkpoint where it would have stood alone keeps
+    that judgement while the run goes on for other budgets, unless one of its budgets fails
+    now: a late page must not reopen an RSS pass that a run without the other budgets would
+    have stopped on (a torch step with ``rss=0, iter_time=0`` ended with ``rss``
+    inconclusive at its cap while ``iter_time`` took its time; with ``rss=0`` alone it
+    passes clearly in about 3 s). A failure still counts."""
+    if not settled:
+        return verdict
+    merged = dict(verdict.probes)
+    vouched = set(verdict.vouched)
+    for name, (judgement, clean) in settled.items():
+        now = merged.get(name)
+        if now is None or now.failed:
+            continue
+        merged[name] = judgement
+        if clean:
+            vouched.add(name)
+    return Verdict(merged, clean=_clean(merged, vouched), vouched=frozenset(vouched))
 
 
 def _witnessed(o: Outcome, t: Trend, trends: dict[str, Trend], flat: bool, coarse: str,

@@ -22,7 +22,14 @@ from pytest_membudget.evidence.share import COARSE, explain
 from pytest_membudget.judge.fit import trend
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, failing_slopes, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import Verdict, judge, native_watch, unsettle, witnesses
+from pytest_membudget.judge.verdict import (
+    Verdict,
+    judge,
+    native_watch,
+    settling,
+    unsettle,
+    witnesses,
+)
 from pytest_membudget.measure import footprint
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
@@ -230,6 +237,9 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             continue
         m.window_seconds = end - m.window_began
         verdict = m.judge()
+        for name, clean in settling(verdict).items():
+            if name not in m.standing and policy.settles(m.measured, m.window_seconds, clean):
+                m.standing[name] = (verdict.probes[name], clean)
         step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
                             m.window_seconds, failing_slopes(verdict))
         if isinstance(step, StopReason):

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from pytest_membudget.judge.policy import RunPolicy
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import Verdict, hold_back, judge
+from pytest_membudget.judge.verdict import Settled, Verdict, hold_back, judge, keep_settled
 from pytest_membudget.probes import Probe
 from pytest_membudget.vocabulary import Phase, StopReason
 
@@ -45,6 +45,9 @@ class Measurement:
     window_seconds: float = 0.0
     stopped: StopReason = StopReason.RUNNING
     verdict: Verdict | None = None
+    #: Probes that passed at a checkpoint where they would have stood alone, with that
+    #: judgement (judge.verdict.keep_settled): kept while the run goes on for others.
+    standing: Settled = field(default_factory=dict)
     #: The sampling stride of the window (set when the warm-up ends).
     stride: Stride | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -136,6 +139,7 @@ class Measurement:
         longest = self.longest_tail()
         verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest,
                         starts=self.starts())
-        if not self.witnesses:
-            return verdict
-        return hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence, longest)
+        if self.witnesses:
+            verdict = hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence,
+                                longest)
+        return keep_settled(verdict, self.standing)

@@ -126,3 +126,41 @@ def test_a_slow_leak_is_followed_past_the_reference_length_in_the_same_storage()
     assert result.iterations > 2000 and m.x is x
     window = result["gc_objects"].sample_iterations[result.window_start:]
     assert np.all(np.diff(window) > 0)
+
+
+def run_scripted(curves: dict[str, Callable[[int], float]], **marker: object):
+    """An auto run of several scripted probes, each budgeted at 0 per iteration."""
+    spec = build_spec(AUTO, (), {**{name: 0 for name in curves}, **marker}, "in test")
+    probes = {name: Scripted(name, curve) for name, curve in curves.items()}
+    m = Measurement(spec, dict(probes), capacity_for(spec))
+    for iteration in measure(spec, dict(probes), m):
+        for scripted in probes.values():
+            scripted.iteration = iteration + 1
+        until = time.perf_counter() + 0.0002
+        while time.perf_counter() < until:
+            pass
+    return build_result(m)
+
+
+def test_a_budget_that_passed_keeps_its_pass_while_the_run_goes_on_for_another() -> None:
+    """``fds`` is flat until the shortest verdict, where it would have stood alone, and one
+    descriptor opens later; ``rss`` wanders by hundreds of pages to the cap, never settled.
+    The run goes on for ``rss``; ``fds`` keeps its pass (a late step, which does not keep
+    growing, would read ambiguous in the final tail and leave it inconclusive)."""
+    noise = np.random.default_rng(0).integers(0, 400, size=4000)
+    result = run_scripted({"fds": lambda i: 10.0 + (i > 1200),
+                           "rss": lambda i: 50e6 + PAGE * float(noise[i % 4000])},
+                          max_iterations=2000)
+    assert result.iterations == 2000, result.iterations
+    assert result["rss"].verdict == "inconclusive"
+    assert result["fds"].verdict == "pass", result["fds"]
+
+
+def test_a_budget_that_passed_still_fails_when_it_leaks_later() -> None:
+    """A pass kept while the run goes on for another budget gives way to a failure: a
+    descriptor leaked on every call from the shortest verdict on is caught."""
+    noise = np.random.default_rng(1).integers(0, 400, size=4000)
+    result = run_scripted({"fds": lambda i: 10.0 + max(0, i - MIN_VERDICT_ITERATIONS),
+                           "rss": lambda i: 50e6 + PAGE * float(noise[i % 4000])},
+                          max_iterations=3000)
+    assert result["fds"].verdict == "fail", result["fds"]
