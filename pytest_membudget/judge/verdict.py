@@ -209,8 +209,9 @@ def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
     return Verdict(held, clean=_clean(held, vouched), vouched=frozenset(vouched))
 
 
-#: Probe -> its judgement at the checkpoint where it settled, and whether it was clean there.
-Settled = dict[str, tuple[ProbeJudgement, bool]]
+#: Probe -> its judgement at the checkpoint where it settled, whether it was clean there, and
+#: the measured iterations there.
+Settled = dict[str, tuple[ProbeJudgement, bool, int]]
 
 
 def settling(verdict: Verdict) -> dict[str, bool]:
@@ -236,7 +237,7 @@ def keep_settled(verdict: Verdict, settled: Settled) -> Verdict:
         return verdict
     merged = dict(verdict.probes)
     vouched = set(verdict.vouched)
-    for name, (judgement, clean) in settled.items():
+    for name, (judgement, clean, _) in settled.items():
         now = merged.get(name)
         if now is None or now.failed:
             continue

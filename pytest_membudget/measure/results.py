@@ -68,6 +68,10 @@ class ProbeResult:
     #: The value at the run's start (its first sample, before the warm-up); ``peak - start``
     #: is how far the probe rose above it.
     start: float = math.nan
+    #: The measured iterations at the checkpoint where the probe's budgets settled while the
+    #: run went on for others (judge.verdict.keep_settled): its slope and bounds are of that
+    #: checkpoint. None where it was judged at the run's end.
+    settled_at: int | None = None
 
     @property
     def rise(self) -> float:
@@ -87,6 +91,8 @@ class ProbeResult:
             "budgets": dict(self.budgets),
             "outcomes": [o.to_dict() for o in self.outcomes],
         }
+        if self.settled_at is not None:
+            data["settled_at"] = self.settled_at
         if samples:
             data["samples"] = [float(v) for v in self.samples]
             data["sample_iterations"] = [int(v) for v in self.sample_iterations]
@@ -225,6 +231,9 @@ def build_result(m: Measurement) -> MembudgetResult:
         for kind, budget in m.spec.for_probe(name).items():
             budgets[kind.value] = budget.limit
         judgement = verdict.probes.get(name) if verdict is not None else None
+        standing = m.standing.get(name)
+        settled_at = (standing[2] if standing is not None and judgement is standing[0]
+                      and standing[2] < m.measured else None)
         slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
         outcomes: tuple[BudgetOutcome, ...] = ()
         if judgement is not None:
@@ -237,7 +246,7 @@ def build_result(m: Measurement) -> MembudgetResult:
             growth=growth, samples=m.values[: m.rows, column].copy(),
             sample_iterations=m.x[: m.rows].copy(),
             verdict=probe_verdict([o.status for o in outcomes], finished),
-            budgets=budgets, outcomes=outcomes, start=starts[name],
+            budgets=budgets, outcomes=outcomes, start=starts[name], settled_at=settled_at,
         )
     run = asdict(m.spec.run)
     run["gc"] = m.spec.run.gc.value

@@ -154,6 +154,11 @@ def test_a_budget_that_passed_keeps_its_pass_while_the_run_goes_on_for_another()
     assert result.iterations == 2000, result.iterations
     assert result["rss"].verdict == "inconclusive"
     assert result["fds"].verdict == "pass", result["fds"]
+    # Its figures are those of the checkpoint where it settled, and the JSON says which.
+    settled = result["fds"].settled_at
+    assert settled is not None and MIN_VERDICT_ITERATIONS <= settled <= 1200, settled
+    assert result["fds"].to_dict(samples=False)["settled_at"] == settled
+    assert result["rss"].settled_at is None
 
 
 def test_a_budget_that_passed_still_fails_when_it_leaks_later() -> None:
