@@ -237,9 +237,11 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             continue
         m.window_seconds = end - m.window_began
         verdict = m.judge()
-        for name, clean in settling(verdict).items():
-            if name not in m.standing and policy.settles(m.measured, m.window_seconds, clean):
-                m.standing[name] = (verdict.probes[name], clean, m.measured)
+        if auto:
+            for name, clean in settling(verdict).items():
+                if name not in m.standing and policy.settles(m.measured, m.window_seconds,
+                                                             clean):
+                    m.standing[name] = (verdict.probes[name], clean, m.measured)
         step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
                             m.window_seconds, failing_slopes(verdict))
         if isinstance(step, StopReason):

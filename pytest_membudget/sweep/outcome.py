@@ -123,11 +123,6 @@ def leak_summary(result: MembudgetResult) -> dict[str, Any]:
             "evidence": top_evidence(evidence, tuple(o.probe for o in failing))}
 
 
-#: Probes of Python objects: where one of them fails, a traced site is the leak's first line
-#: whatever share of a coarse slope it accounts for.
-PYTHON_OBJECTS = frozenset({"py_blocks", "gc_objects", "heap"})
-
-
 def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
                  ) -> dict[str, Any] | None:
     """The first line of the evidence: the first thread or descriptor left open when those
@@ -146,11 +141,13 @@ def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
     kept = {"path": path} if path else {}
     explained = evidence.get("explained") or {}
     # Traced sites that account for under half of the failing slope (evidence/share.py),
-    # where no probe of Python objects failed, are not the leak's first line: a counter's
-    # int beside 1.6 KiB a call of native memory. Where Python objects grow too, their site
-    # stays first: the objects that hold the native memory (a torch graph kept per call).
+    # where no probe of Python objects failed (the catalog's blind_to_native), are not the
+    # leak's first line: a counter's int beside 1.6 KiB a call of native memory. Where Python
+    # objects grow too, their site stays first: the objects that hold the native memory (a
+    # torch graph kept per call).
     native_rest = (sites and explained.get("rest") not in (None, "python")
-                   and not any(name in PYTHON_OBJECTS for name in failing))
+                   and not any(PROBES[name].blind_to_native for name in failing
+                               if name in PROBES))
     if sites and not native_rest:
         top = sites[0]
         return {"kind": "site", **{k: top.get(k) for k in (
