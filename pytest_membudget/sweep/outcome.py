@@ -23,20 +23,27 @@ from pytest_membudget.vocabulary import (
 @dataclass(frozen=True)
 class SecondLook:
     """A second screen of a test flagged on one probe alone (sweep.driver.SECOND_LOOK):
-    that probe's growth per call on the screen (``first``) and on the second look
-    (``then``), whether it grew on every call of the second look, and whether its growth
-    went on (a full verdict follows) or stopped (the test passed without one)."""
+    that probe's growth per call on the screen (``first``) and on each round of the second
+    look (``rounds``, one or two), whether it grew on every call of the last round, and
+    whether its growth went on (a full verdict follows) or stopped (the test passed without
+    one)."""
 
     probe: str
     first: float
-    then: float
+    rounds: tuple[float, ...]
     every_call: bool
     goes_on: bool
 
+    @property
+    def then(self) -> float:
+        """The growth per call on the last round."""
+        return self.rounds[-1]
+
     def to_dict(self) -> dict[str, Any]:
         return {"probe": self.probe, "first_per_call": round(self.first, 3),
-                "then_per_call": round(self.then, 3), "every_call": self.every_call,
-                "full_verdict": self.goes_on}
+                "then_per_call": round(self.then, 3),
+                "rounds_per_call": [round(r, 3) for r in self.rounds],
+                "every_call": self.every_call, "full_verdict": self.goes_on}
 
 
 @dataclass

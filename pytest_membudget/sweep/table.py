@@ -138,9 +138,11 @@ def passed_text(data: Mapping[str, Any]) -> str:
     look = data.get("second_look")
     if look and not look.get("full_verdict"):
         probe = look.get("probe", "")
+        rounds = look.get("rounds_per_call") or [look.get("then_per_call")]
+        then = ", ".join(per_call(probe, r) for r in rounds)
         return (f"{flagged}; its growth stopped on a second look "
                 f"({per_call(probe, look.get('first_per_call'))} on the screen, "
-                f"{per_call(probe, look.get('then_per_call'))} then)")
+                f"{then} then)")
     return f"{flagged}; no leak on the full verdict"
 
 

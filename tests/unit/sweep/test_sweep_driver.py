@@ -456,9 +456,71 @@ def test_native_growth_that_stops_after_the_screen_passes_on_a_second_look() -> 
     look = outcome.second_look
     assert look is not None and not look.goes_on, outcome.to_dict()
     assert outcome.verdict is SweepVerdict.PASSED and outcome.result is None
-    # The screen's calls, then the second look's, and no full verdict.
-    assert outcome.calls == SCREEN_WARMUP + 2 * SCREEN_CALLS
+    # The screen's calls, then the second look's (one unread, as the screen's), and no
+    # full verdict.
+    assert outcome.calls == SCREEN_WARMUP + 2 * SCREEN_CALLS + 1
     assert outcome.to_dict()["second_look"]["full_verdict"] is False
+
+
+def screened_then(take: Callable[[int], None], after: Callable[[int], bool]
+                  ) -> Callable[[], None]:
+    """A body that takes 1,600 B on each call of the screen's warm-up and calls, then two
+    such chunks on each call ``n`` (counted from the first after the screen, each round of
+    the second look's unread call first) where ``after(n)`` holds: on every second call,
+    the screen's rate, never on every call."""
+    calls = [0]
+
+    def body() -> None:
+        calls[0] += 1
+        n = calls[0] - (SCREEN_WARMUP + SCREEN_CALLS)
+        if n <= 0:
+            take(1600)
+        elif after(n):
+            take(1600)
+            take(1600)
+
+    return body
+
+
+def test_growth_that_keeps_its_rate_on_the_first_round_only_passes_on_the_second() -> None:
+    take = native_bytes()
+    # The first round of the look keeps the screen's rate on every second call; the second
+    # reads nothing: a fill that ended within the first round.
+    outcome = sweep(screened_then(take, lambda n: n <= SCREEN_CALLS and n % 2 == 0))
+    assert set(outcome.flagged) == {"malloc"}, outcome.to_dict()
+    look = outcome.second_look
+    assert look is not None and not look.goes_on and not look.every_call, outcome.to_dict()
+    assert len(look.rounds) == 2 and look.rounds[0] >= 0.5 * look.first, look
+    assert look.rounds[1] < 0.5 * look.rounds[0], look
+    assert outcome.verdict is SweepVerdict.PASSED and outcome.result is None
+    assert outcome.calls == SCREEN_WARMUP + 3 * SCREEN_CALLS + 2
+
+
+def test_growth_that_keeps_its_rate_on_both_rounds_gets_the_full_verdict() -> None:
+    take = native_bytes()
+    # A native leak of the screen's rate that comes in bursts after it: never on every
+    # call, so both rounds are made, and the full verdict confirms it.
+    outcome = sweep(screened_then(take, lambda n: n % 2 == 0))
+    look = outcome.second_look
+    assert look is not None and look.goes_on and not look.every_call, outcome.to_dict()
+    assert len(look.rounds) == 2, look
+    assert outcome.verdict is SweepVerdict.LEAK, probe_verdicts(outcome)
+
+
+def test_a_second_round_is_not_started_without_the_time_for_it() -> None:
+    take = native_bytes()
+    leak = screened_then(take, lambda n: n % 2 == 0)
+
+    def slow_leak() -> None:
+        time.sleep(0.01)
+        leak()
+
+    # Ten screened calls and eight looked at take over 0.18 s: a second round would pass
+    # half of the allowed 0.3 s, so the test goes on as the first round left it.
+    outcome = sweep(slow_leak, allowed=0.3)
+    look = outcome.second_look
+    assert look is not None and len(look.rounds) == 1 and look.goes_on, outcome.to_dict()
+    assert outcome.verdict is not SweepVerdict.PASSED, outcome.to_dict()
 
 
 def test_the_verbose_list_says_a_second_look_cleared_a_test() -> None:
@@ -470,3 +532,7 @@ def test_the_verbose_list_says_a_second_look_cleared_a_test() -> None:
                               "full_verdict": False}}
     assert passed_text(record) == (
         "malloc; its growth stopped on a second look (96 B/call on the screen, 0 B/call then)")
+    record["second_look"].update(rounds_per_call=[64.0, 0.0])
+    assert passed_text(record) == (
+        "malloc; its growth stopped on a second look (96 B/call on the screen, 64 B/call, "
+        "0 B/call then)")
