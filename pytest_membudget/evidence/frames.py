@@ -35,6 +35,20 @@ def is_library(filename: str) -> bool:
     )
 
 
+#: The standard library's modules whose frames are a thread waiting for others: a lock, a
+#: condition, a queue, a future (pandas' ``read_csv`` waits in ``Future.result`` while its
+#: pool parses), a process pool's results.
+_WAITS = tuple(os.path.join(_STDLIB, name) for name in (
+    "threading.py", "queue.py", os.path.join("concurrent", "futures", ""),
+    os.path.join("multiprocessing", "pool.py"), os.path.join("multiprocessing", "synchronize.py"),
+    os.path.join("multiprocessing", "connection.py")))
+
+
+def is_wait(filename: str) -> bool:
+    """A frame of the standard library's code that waits for another thread or process."""
+    return filename.startswith(_WAITS)
+
+
 def is_user_frame(filename: str) -> bool:
     """A frame of the user's own code: neither a library's, nor pytest's, nor this plugin's."""
     return not is_library(filename) and not is_own(filename)

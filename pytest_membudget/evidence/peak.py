@@ -233,6 +233,8 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
                                    "source": "rose", "function": entry.get("function", "")}
             if entry.get("inner_file"):
                 new.update(inner_file=entry["inner_file"], inner_line=entry["inner_line"])
+            if entry.get("waiting"):
+                new["waiting"] = True
             if entry.get("other_lines"):
                 new["other_lines"] = entry["other_lines"]
             continue

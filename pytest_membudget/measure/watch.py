@@ -33,7 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import is_library, is_own, is_user_frame, source_line
+from pytest_membudget.evidence.frames import (
+    is_library,
+    is_own,
+    is_user_frame,
+    is_wait,
+    source_line,
+)
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
@@ -93,6 +99,8 @@ class WatchReport:
 class _Line:
     bytes: float = 0.0
     frames: tuple[Any, ...] = ()
+    #: Whether the thread was waiting for others (a lock, a future) when the rise was seen.
+    waiting: bool = False
 
 
 @dataclass
@@ -246,13 +254,19 @@ class PeakWatch:
         self._timeline[self._rows] = (now, rss, traced)
         self._rows += 1
 
-    def _frames(self) -> tuple[Where | None, Where | None]:
-        """Where the measured thread is: its innermost frame and its first frame of the
-        user's own code, read now (a frame's line moves on with the workload). A
-        comprehension, generator expression or lambda counts as the line of the function
-        that runs it: a loop's rise is its function's, not its helper's."""
+    def _frames(self) -> Frames:
+        """Where the measured thread is: its innermost frame, its first frame of the user's
+        own code, read now (a frame's line moves on with the workload), and whether it is
+        waiting for other threads. A comprehension, generator expression or lambda counts as
+        the line of the function that runs it: a loop's rise is its function's, not its
+        helper's. A thread waiting in the standard library's locks, queues or futures is
+        read at the frame that waits (pandas' ``read_csv`` while its pool parses), not at
+        ``threading.py``: the memory is the other threads' work for that frame."""
         stack = self._stack.read()
-        inner = stack[0] if stack else None
+        waits = 0
+        while waits < len(stack) - 1 and is_wait(stack[waits][0]):
+            waits += 1
+        inner = stack[waits] if stack else None
         at = 0
         while at < len(stack) and not is_user_frame(stack[at][0]):
             at += 1
@@ -262,12 +276,12 @@ class PeakWatch:
         while (at + 1 < len(stack) and stack[at][2] in HELPERS
                and is_user_frame(stack[at + 1][0])):
             at += 1
-        return inner, stack[at] if at < len(stack) else None
+        return inner, stack[at] if at < len(stack) else None, waits > 0
 
-    def _attribute(self, where: tuple[Where | None, Where | None], amount: float,
+    def _attribute(self, where: Frames, amount: float,
                    into: dict[tuple[Any, ...], _Line] | None = None) -> None:
         """Add ``amount`` (bytes of rise, or threads started) to the line running now."""
-        inner, user = where
+        inner, user, waiting = where
         if inner is None:
             return  # the thread's stack could not be read: no line to name
         if is_own(inner[0]):
@@ -283,6 +297,7 @@ class PeakWatch:
         if line is None:
             line = lines[key] = _Line(frames=key)
         line.bytes += amount
+        line.waiting = line.waiting or waiting
 
     def _stop_workload(self, rss: float, now: float) -> None:
         """Raise FootprintRunaway in the measured thread while it runs the workload: its
@@ -331,6 +346,9 @@ class PeakWatch:
 
 
 Where = tuple[str, int, str]
+#: The running thread's innermost frame, its first frame of the user's code, and whether it
+#: was waiting for other threads.
+Frames = tuple[Where | None, Where | None, bool]
 
 
 def stack_in(dump: bytes, header: bytes) -> list[Where]:
@@ -416,6 +434,8 @@ def _describe(line: _Line) -> dict[str, Any]:
                      code=source_line(shown[0], shown[1]))
     if inner is not None and user is not None and inner[:2] != user[:2]:
         found.update(inner_file=inner[0], inner_line=inner[1], inner_function=inner[2])
+    if line.waiting:
+        found["waiting"] = True
     return found
 
 

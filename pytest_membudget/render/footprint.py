@@ -174,7 +174,11 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     lines = [head]
     if code:
         lines.append(f"        {code}")
-    if inner:
+    waiting = entry.get("source") == "rose" and entry.get("waiting")
+    if waiting:
+        lines.append(f"        waiting {'in ' + inner + ' ' if inner else ''}for other threads, "
+                     "whose work it was")
+    elif inner:
         verb = "running" if entry.get("source") == "rose" else "allocated"
         lines.append(f"        {verb} in {inner}")
     return lines
@@ -230,6 +234,9 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         if census.get("captured"):
             lines.append(f"  the lines above hold {size(census['captured'])} of the traced "
                          f"peak of {size(peak)}{share}")
+        elif peak < 0.5 * float(found.get("rise") or 0.0):
+            lines.append(f"  tracemalloc's peak over the call was {size(peak)}, under half the "
+                         "rise: most of it was not Python objects")
         else:
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
                          "traces was made near it (C code held the interpreter throughout)")
@@ -345,6 +352,10 @@ def rose_text(entry: dict[str, Any]) -> list[str]:
     lines = [f"    {where}: {size(entry['bytes'])}"]
     if entry.get("code"):
         lines.append(f"        {entry['code']}")
-    if entry.get("inner_file"):
-        lines.append(f"        in {short_path(entry['inner_file'])}:{entry['inner_line']}")
+    inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
+             if entry.get("inner_file") else "")
+    if entry.get("waiting"):
+        lines.append(f"        waiting {'in ' + inner + ' ' if inner else ''}for other threads")
+    elif inner:
+        lines.append(f"        in {inner}")
     return lines

@@ -233,6 +233,55 @@ def test_a_retained_cache_names_the_types_it_left_alive(pytester: pytest.Pyteste
     assert evidence["lines"][0]["line"] == 7
 
 
+WAITING_FOR_A_POOL = """
+import ctypes, ctypes.util, time
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+LIBC.malloc.restype = ctypes.c_void_p
+LIBC.malloc.argtypes = [ctypes.c_size_t]
+LIBC.free.argtypes = [ctypes.c_void_p]
+LIBC.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+POOL = ThreadPoolExecutor(1)
+
+def parse():
+    # The worker's native memory (as a C parser's): 80 MiB touched over 0.4 s, freed
+    # before it returns; tracemalloc sees none of it.
+    chunks = []
+    for _ in range(8):
+        chunks.append(LIBC.malloc(10 << 20))
+        LIBC.memset(chunks[-1], 1, 10 << 20)
+        time.sleep(0.05)
+    for chunk in chunks:
+        LIBC.free(chunk)
+    return len(chunks)
+
+def load():
+    return POOL.submit(parse).result()  # the test's thread waits here
+
+@pytest.mark.membudget(rss_rise="30 MiB")
+def test_pool(membudget):
+    membudget.run(load)
+"""
+
+
+def test_a_rise_while_the_thread_waits_for_a_pool_names_the_waiting_line(
+        pytester: pytest.Pytester) -> None:
+    """The measured thread waits in ``Future.result`` (threading.py) while a pool's worker
+    allocates: the rise goes to the user's line, said to be waiting for other threads, not
+    to be running in threading.py (pandas' ``read_csv`` read so)."""
+    result, tests = run(pytester, WAITING_FOR_A_POOL)
+    result.assert_outcomes(failed=1)
+    first = tests["test_pool"]["peak_evidence"]["lines"][0]
+    assert first["line"] == 25 and first.get("waiting") is True, first
+    assert "threading.py" not in first.get("inner_file", ""), first
+    text = result.stdout.str()
+    assert "waiting for other threads" in text, text
+    assert "running in" not in text, text
+    assert "C code held the interpreter" not in text, text
+
+
 HELD_INTERPRETER = """
 import json, pytest
 
