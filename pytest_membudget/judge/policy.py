@@ -269,8 +269,17 @@ def filling_alone(failing: tuple[tuple[str, float], ...]) -> bool:
 
 
 def failing_slopes(verdict: Verdict) -> tuple[tuple[str, float], ...]:
-    """The slopes of the probes failing in ``verdict``, by name."""
-    return tuple((p.probe, p.trend.slope) for p in verdict.probes.values() if p.failed)
+    """The slopes of the probes failing in ``verdict``, by name, and, beside a failure, of
+    the probes of Python objects (the catalog's ``blind_to_native``) that grow though they
+    passed (their lower bound above zero: a block a call is under ``py_blocks``'
+    resolution over a heavy step's short run). Growth of ``malloc`` with a Python object a
+    call is not glibc's bytes filling alone (FILLING_PROBES): a 50 ms step that kept a
+    4 KiB numpy array a call failed on ``malloc`` alone, and its confirmation at four times
+    the length did not fit in the sweep's time for it."""
+    if not verdict.failed:
+        return ()
+    return tuple((p.probe, p.trend.slope) for p in verdict.probes.values()
+                 if p.failed or (PROBES[p.probe].blind_to_native and p.trend.lower > 0))
 
 
 def reading_of(verdict: Verdict) -> Reading:

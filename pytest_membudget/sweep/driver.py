@@ -14,17 +14,14 @@ from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.policy import (
-    CONFIRM_GROWTH,
-    FEWEST_CALLS,
     MIN_VERDICT_ITERATIONS,
     RunPolicy,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
 from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
-from pytest_membudget.measure.results import MembudgetResult, Unsettled, build_result
+from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SecondLook, SweepOutcome, describe
 from pytest_membudget.sweep.screen import (
@@ -48,7 +45,6 @@ from pytest_membudget.vocabulary import (
     GcPolicy,
     NotRepeatable,
     Phase,
-    ProbeVerdict,
     Remedy,
     StopReason,
     SweepVerdict,
@@ -474,23 +470,6 @@ def verdict_of(result: MembudgetResult) -> SweepVerdict:
         MIN_VERDICT_ITERATIONS)
     out_of_time = result.stopped is StopReason.CAP and result.iterations < shortest
     unsettled = result.unsettled
-    if unsettled and _settled_by_malloc(result, unsettled):
-        return SweepVerdict.PASSED
     if out_of_time or any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
         return SweepVerdict.CUT_SHORT
     return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
-
-
-def _settled_by_malloc(result: MembudgetResult, unsettled: list[Unsettled]) -> bool:
-    """Only coarse probes are still open, and the exact probes that see their growth (the
-    catalog's ``exact``: ``py_blocks`` and ``malloc`` for ``rss``), judged on the same run,
-    passed, ``malloc`` among them: the heap whose growth the screen saw beside the pages has
-    stopped, and what the pages still do is their noise (a 20 ms step whose buffer filled for
-    its first 25 calls: ``malloc`` flat over 127 calls, ``rss`` at 115 B/call and not ruled
-    out, cut short before). Never on fewer calls than the shortest confirmed failure."""
-    exact = {name for u in unsettled for name in PROBES[u.outcome.probe].exact
-             if name in result.probes}
-    return ("malloc" in exact and all("malloc" in PROBES[u.outcome.probe].exact
-                                      for u in unsettled)
-            and all(result.probes[name].verdict is ProbeVerdict.PASS for name in exact)
-            and result.iterations >= CONFIRM_GROWTH * FEWEST_CALLS)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_membudget.judge.fit import Trend
 from pytest_membudget.judge.policy import (
     FEWEST_CALLS,
     MIN_VERDICT_ITERATIONS,
@@ -14,7 +15,12 @@ from pytest_membudget.judge.policy import (
     Reading,
     RunPolicy,
     StopReason,
+    failing_slopes,
+    filling_alone,
 )
+from pytest_membudget.judge.spec import Budget
+from pytest_membudget.judge.verdict import Outcome, ProbeJudgement, Verdict
+from pytest_membudget.vocabulary import BudgetKind, Status
 
 P, A, F, FA = Reading.PASS, Reading.AMBIGUOUS, Reading.FAIL, Reading.FAIL_AMPLE
 
@@ -284,3 +290,30 @@ def test_only_malloc_alone_slowing_down_is_read_as_a_fill(first: dict[str, float
                                                          then: dict[str, float]) -> None:
     seen, stop = drive_failing(SWEEP_EXACT, lambda n: first if n == 64 else then)
     assert (seen, stop) == ([64, 128], StopReason.CLEAR)
+
+
+def judged(probe: str, slope: float, lower: float, status: Status) -> ProbeJudgement:
+    """A probe's judgement of one slope budget of 0, with its trend's slope and lower bound."""
+    line = Trend(slope=slope, lower=lower, upper=slope * 1.2, late_slope=slope,
+                 recent_slope=slope, tail_start=0, tail_span=48.0, growth=slope * 48,
+                 judged=True)
+    budget = Budget(probe, BudgetKind.SLOPE, 0.0, "test")
+    return ProbeJudgement(probe, line, 0.0, (Outcome(budget, status, slope),))
+
+
+@pytest.mark.parametrize("blocks,expected", [
+    # A block a call beside malloc's failure, passed on py_blocks' resolution over a short
+    # run (a 50 ms step keeping a 4 KiB numpy array a call): not glibc's bytes alone.
+    (judged("py_blocks", 1.0, 1.0, Status.PASS), ("py_blocks", "malloc")),
+    # Flat blocks beside it: malloc alone, read as a possible fill.
+    (judged("py_blocks", 0.0, 0.0, Status.PASS), ("malloc",)),
+])
+def test_python_objects_growing_beside_a_malloc_failure_are_not_a_fill(
+        blocks: ProbeJudgement, expected: tuple[str, ...]) -> None:
+    verdict = Verdict({"py_blocks": blocks,
+                       "malloc": judged("malloc", 4144.0, 4112.0, Status.FAIL)})
+    slopes = failing_slopes(verdict)
+    assert tuple(name for name, _ in slopes) == expected
+    assert filling_alone(slopes) is (expected == ("malloc",))
+    # Nothing failing: nothing read, growing or not.
+    assert failing_slopes(Verdict({"py_blocks": blocks})) == ()
