@@ -285,7 +285,9 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # fell between (a peak inside one C call), and the run's where it was one call too.
     traced_peak = census["traced"] if census and one_call else None
     found = composition(start, peak, traced, measured=measured, traced_peak=traced_peak)
-    left = composition(start, end, None)["kinds"]
+    # The numpy arrays the run left alive are Python objects at its end as at its peak
+    # (their buffers are glibc's, which the reading alone would count as native heap).
+    left = composition(start, end, None, arrays=retained_arrays)["kinds"]
     if traced is None and retained_arrays > 0:
         found = composition(start, peak, None, arrays=retained_arrays, measured=measured,
                             traced_peak=traced_peak)
