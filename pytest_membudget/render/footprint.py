@@ -112,6 +112,12 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
         return []
     if native.get("missing"):
         return [f"  native allocations at the peak: {native['missing']}"]
+    if native.get("unseen"):
+        return [f"  native allocations at the peak: memray's call peaked at "
+                f"{size(native.get('peak'))} of the {size(native['unseen'])} of native heap "
+                "read here; it does not see these allocations (C code calling malloc through "
+                "a pointer of its own, as ctypes does), so none are listed; the lines are "
+                "where RSS rose"]
     if native.get("skipped"):
         return [f"  native allocations at the peak: not recorded, one call takes "
                 f"{native['skipped']['call_seconds']:.2f} s, too long to run again under "
