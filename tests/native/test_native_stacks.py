@@ -6,14 +6,16 @@ does, on Linux and macOS)."""
 from __future__ import annotations
 
 import ctypes
+import json
 import shutil
 import subprocess
+from typing import Any
 
 import pytest
 
 pytest.importorskip("memray")
 
-from support.evidence_runs import evidence_of
+from support.evidence_runs import LIBC_PRELUDE, evidence_of
 
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.render.failure import evidence_lines
@@ -103,22 +105,12 @@ def test_native_peak(membudget):
 """
 
 
-def test_a_native_peak_names_its_allocation_under_the_calling_line(
-        pytester: pytest.Pytester) -> None:
-    """16 MiB malloc'd, touched and freed inside one compiled call: the composition reads
-    native heap, and one more call under memray names the allocation alive at its peak, with
-    the user's line that called the library. (Small, so that the call stays well under the
-    second a call may take to be run again, on a loaded machine too.)"""
-    import json
-
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if compiler is None:
-        pytest.skip("no C compiler to build the library")
-    (pytester.path / "peak.c").write_text(PEAK_SOURCE)
-    library = pytester.path / "libpeak.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-g", "-O1", "-o", str(library),
-                    str(pytester.path / "peak.c")], check=True)
-    pytester.makepyfile(PEAK_TEST.format(library=str(library)))
+def native_peak_of(pytester: pytest.Pytester, source: str
+                   ) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Run ``source`` (one test whose native peak fails its budget) in a subprocess: the
+    result, and its peak evidence's native section (the composition's dominant kind is
+    native, asserted)."""
+    pytester.makepyfile(source)
     report = pytester.path / "membudget.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
                                            f"--membudget-json={report}")
@@ -127,7 +119,24 @@ def test_a_native_peak_names_its_allocation_under_the_calling_line(
     test = tests[0] if isinstance(tests, list) else next(iter(tests.values()))
     evidence = test["peak_evidence"]
     assert evidence["composition"]["dominant"] == "native"
-    native = evidence["native"]
+    native: dict[str, Any] = evidence["native"]
+    return result, native
+
+
+def test_a_native_peak_names_its_allocation_under_the_calling_line(
+        pytester: pytest.Pytester) -> None:
+    """16 MiB malloc'd, touched and freed inside one compiled call: the composition reads
+    native heap, and one more call under memray names the allocation alive at its peak, with
+    the user's line that called the library. (Small, so that the call stays well under the
+    second a call may take to be run again, on a loaded machine too.)"""
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        pytest.skip("no C compiler to build the library")
+    (pytester.path / "peak.c").write_text(PEAK_SOURCE)
+    library = pytester.path / "libpeak.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-g", "-O1", "-o", str(library),
+                    str(pytester.path / "peak.c")], check=True)
+    result, native = native_peak_of(pytester, PEAK_TEST.format(library=str(library)))
     top = native["lines"][0]
     assert top["native"]["function"] == "membudget_transient"
     assert top["python"]["line"] == 8 and top["bytes"] >= 16 * 1024 * 1024
@@ -139,15 +148,8 @@ def test_a_native_peak_names_its_allocation_under_the_calling_line(
     ])
 
 
-UNSEEN_TEST = """
-import ctypes, ctypes.util
+UNSEEN_TEST = LIBC_PRELUDE + """
 import pytest
-
-LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
-LIBC.malloc.restype = ctypes.c_void_p
-LIBC.malloc.argtypes = [ctypes.c_size_t]
-LIBC.free.argtypes = [ctypes.c_void_p]
-LIBC.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
 
 def phase():
     block = LIBC.malloc(16 * 1024 * 1024)
@@ -166,18 +168,7 @@ def test_native_memory_memray_does_not_see_is_said_not_listed(
     intercept): memray's call peaks at a few KiB, at ctypes' own allocations. Those lines
     would stand for the 16 MiB; the evidence says memray did not see the allocations and
     lists none (bench/footprint's ctypes shapes showed a few KiB at the ``CDLL`` line)."""
-    import json
-
-    pytester.makepyfile(UNSEEN_TEST)
-    report = pytester.path / "membudget.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
-                                           f"--membudget-json={report}")
-    result.assert_outcomes(failed=1)
-    tests = json.loads(report.read_text())["tests"]
-    test = tests[0] if isinstance(tests, list) else next(iter(tests.values()))
-    evidence = test["peak_evidence"]
-    assert evidence["composition"]["dominant"] == "native"
-    native = evidence["native"]
+    result, native = native_peak_of(pytester, UNSEEN_TEST)
     assert native["unseen"] >= 8 * 1024 * 1024 and "lines" not in native, native
     result.stdout.fnmatch_lines(["*native allocations at the peak: memray's call peaked at "
                                  "*it does not see these allocations*"])

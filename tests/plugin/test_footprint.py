@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.evidence_runs import LIBC_PRELUDE
 
 TEMPORARY = """
 import numpy as np, pytest
@@ -233,16 +234,11 @@ def test_a_retained_cache_names_the_types_it_left_alive(pytester: pytest.Pyteste
     assert evidence["lines"][0]["line"] == 7
 
 
-WAITING_FOR_A_POOL = """
-import ctypes, ctypes.util, time
+WAITING_FOR_A_POOL = LIBC_PRELUDE + """
+import time
 from concurrent.futures import ThreadPoolExecutor
 import pytest
 
-LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
-LIBC.malloc.restype = ctypes.c_void_p
-LIBC.malloc.argtypes = [ctypes.c_size_t]
-LIBC.free.argtypes = [ctypes.c_void_p]
-LIBC.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
 POOL = ThreadPoolExecutor(1)
 
 def parse():
@@ -274,7 +270,10 @@ def test_a_rise_while_the_thread_waits_for_a_pool_names_the_waiting_line(
     result, tests = run(pytester, WAITING_FOR_A_POOL)
     result.assert_outcomes(failed=1)
     first = tests["test_pool"]["peak_evidence"]["lines"][0]
-    assert first["line"] == 25 and first.get("waiting") is True, first
+    # pytester writes the source stripped of its leading blank line.
+    waits = next(number for number, text in enumerate(WAITING_FOR_A_POOL.strip().splitlines(), 1)
+                 if "the test's thread waits here" in text)
+    assert first["line"] == waits and first.get("waiting") is True, first
     assert "threading.py" not in first.get("inner_file", ""), first
     text = result.stdout.str()
     assert "waiting for other threads" in text, text

@@ -20,3 +20,17 @@ def evidence_of(step: Any, failing: set[str], iterations: int = 40) -> dict[str,
     except StopIteration as done:
         result: dict[str, Any] = done.value
     return result
+
+
+#: The head of a generated test module that takes memory from libc's malloc through ctypes
+#: (``LIBC.malloc``, ``LIBC.memset``, ``LIBC.free``): native memory that tracemalloc does not
+#: trace and memray does not intercept.
+LIBC_PRELUDE = """
+import ctypes, ctypes.util
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+LIBC.malloc.restype = ctypes.c_void_p
+LIBC.malloc.argtypes = [ctypes.c_size_t]
+LIBC.free.argtypes = [ctypes.c_void_p]
+LIBC.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+"""
