@@ -200,7 +200,8 @@ class RunPolicy:
               failing: tuple[tuple[str, float], ...] = ()) -> Checkpoint | StopReason:
         """The next checkpoint, or why the run stops, once ``measured`` iterations were run
         in ``elapsed`` seconds of window and the verdict on them reads ``reading``, with
-        ``failing`` the slopes of its failing probes (:func:`failing_slopes`)."""
+        ``failing`` the slopes of its failing probes and of the probes of Python objects
+        growing beside them (:func:`growth_slopes`)."""
         if self.fixed is not None:
             return StopReason.FIXED
         if out_of_time or (self.max_iterations is not None and measured >= self.max_iterations):
@@ -268,14 +269,15 @@ def filling_alone(failing: tuple[tuple[str, float], ...]) -> bool:
     return bool(failing) and all(name in FILLING_PROBES for name, _ in failing)
 
 
-def failing_slopes(verdict: Verdict) -> tuple[tuple[str, float], ...]:
-    """The slopes of the probes failing in ``verdict``, by name, and, beside a failure, of
-    the probes of Python objects (the catalog's ``blind_to_native``) that grow though they
-    passed (their lower bound above zero: a block a call is under ``py_blocks``'
-    resolution over a heavy step's short run). Growth of ``malloc`` with a Python object a
-    call is not glibc's bytes filling alone (FILLING_PROBES): a 50 ms step that kept a
-    4 KiB numpy array a call failed on ``malloc`` alone, and its confirmation at four times
-    the length did not fit in the sweep's time for it."""
+def growth_slopes(verdict: Verdict) -> tuple[tuple[str, float], ...]:
+    """The slopes of growth at a failing checkpoint: of the probes failing in ``verdict``,
+    by name, and, beside a failure, of the probes of Python objects (the catalog's
+    ``blind_to_native``) that grow though they passed (their lower bound above zero: a
+    block a call is under ``py_blocks``' resolution over a heavy step's short run). Growth
+    of ``malloc`` with a Python object a call is not glibc's bytes filling alone
+    (FILLING_PROBES): a 50 ms step that kept a 4 KiB numpy array a call failed on
+    ``malloc`` alone, and its confirmation at four times the length did not fit in the
+    sweep's time for it."""
     if not verdict.failed:
         return ()
     return tuple((p.probe, p.trend.slope) for p in verdict.probes.values()

@@ -20,7 +20,7 @@ from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.evidence.share import COARSE, explain
 from pytest_membudget.judge.fit import trend
-from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, failing_slopes, reading_of
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, growth_slopes, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import (
     Verdict,
@@ -243,7 +243,7 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
                                                              clean):
                     m.standing[name] = (verdict.probes[name], clean, m.measured)
         step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
-                            m.window_seconds, failing_slopes(verdict))
+                            m.window_seconds, growth_slopes(verdict))
         if isinstance(step, StopReason):
             m.stopped = step
             return iteration

@@ -145,6 +145,11 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
     return lines
 
 
+def waiting_text(inner: str) -> str:
+    """A line whose thread waited for others while RSS rose, at the frame that waited."""
+    return f"waiting {'in ' + inner + ' ' if inner else ''}for other threads"
+
+
 def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     """One line of the live set: the user's line, its bytes, transient or retained.
     ``traced``: whether a census ran (else a line's rise says nothing of tracemalloc)."""
@@ -180,10 +185,8 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     lines = [head]
     if code:
         lines.append(f"        {code}")
-    waiting = entry.get("source") == "rose" and entry.get("waiting")
-    if waiting:
-        lines.append(f"        waiting {'in ' + inner + ' ' if inner else ''}for other threads, "
-                     "whose work it was")
+    if entry.get("source") == "rose" and entry.get("waiting"):
+        lines.append(f"        {waiting_text(inner)}, whose work it was")
     elif inner:
         verb = "running" if entry.get("source") == "rose" else "allocated"
         lines.append(f"        {verb} in {inner}")
@@ -361,7 +364,7 @@ def rose_text(entry: dict[str, Any]) -> list[str]:
     inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
              if entry.get("inner_file") else "")
     if entry.get("waiting"):
-        lines.append(f"        waiting {'in ' + inner + ' ' if inner else ''}for other threads")
+        lines.append(f"        {waiting_text(inner)}")
     elif inner:
         lines.append(f"        in {inner}")
     return lines

@@ -15,8 +15,8 @@ from pytest_membudget.judge.policy import (
     Reading,
     RunPolicy,
     StopReason,
-    failing_slopes,
     filling_alone,
+    growth_slopes,
 )
 from pytest_membudget.judge.spec import Budget
 from pytest_membudget.judge.verdict import Outcome, ProbeJudgement, Verdict
@@ -312,8 +312,8 @@ def test_python_objects_growing_beside_a_malloc_failure_are_not_a_fill(
         blocks: ProbeJudgement, expected: tuple[str, ...]) -> None:
     verdict = Verdict({"py_blocks": blocks,
                        "malloc": judged("malloc", 4144.0, 4112.0, Status.FAIL)})
-    slopes = failing_slopes(verdict)
+    slopes = growth_slopes(verdict)
     assert tuple(name for name, _ in slopes) == expected
     assert filling_alone(slopes) is (expected == ("malloc",))
     # Nothing failing: nothing read, growing or not.
-    assert failing_slopes(Verdict({"py_blocks": blocks})) == ()
+    assert growth_slopes(Verdict({"py_blocks": blocks})) == ()
