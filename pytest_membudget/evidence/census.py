@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import compress, filterfalse, islice, repeat
 from operator import is_
 from typing import Any
@@ -92,13 +92,14 @@ class Atoms:
 
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
                 fresh: list[object] | None = None,
-                arrays: list[int] | None = None) -> Counter[str]:
+                large: list[int] | None = None) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
     about 0.2 s), since evidence runs this twice per failure. ``atoms``: told the atoms
     counted (see Atoms); ``fresh``: the objects the rerun made, whose atoms alone a second
-    count lists when the first was slow (the atoms counted before are then taken as alive)."""
+    count lists when the first was slow (the atoms counted before are then taken as alive).
+    ``large``: told the bytes of the large data objects among the atoms (large_object_bytes)."""
     _ask_mapping_once()
     objects = gc.get_objects()
     if exclude:
@@ -114,8 +115,8 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
         by_type.update(atoms.before_types)
     listed = Counter(map(type, found.values()))
     by_type.update(listed)
-    if arrays is not None:
-        arrays.append(owned_array_bytes(found.values()))
+    if large is not None:
+        large.append(large_object_bytes(list(found.values())))
     if atoms is not None:
         atoms.note(found, dicts, listed, time.perf_counter() - started)
     del objects, holders, found, dicts
@@ -126,16 +127,27 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
     return counts
 
 
-def owned_array_bytes(objects: Iterable[object]) -> int:
-    """The data bytes of the numpy arrays among ``objects`` that own their data (a view's
-    bytes are its base's). Where numpy was never imported there is none (and it is not
-    imported for it: an import inside a count would be counted)."""
+#: The largest request pymalloc serves; a larger object's memory is glibc's (malloc).
+SMALL_REQUEST = 512
+_TEXTS = frozenset({bytes, str, bytearray})
+
+
+def large_object_bytes(objects: list[object]) -> int:
+    """The bytes of the data objects among ``objects`` whose memory glibc's malloc gave:
+    numpy arrays that own their data (their buffers; a view's bytes are its base's), and
+    bytes, strings and bytearrays over SMALL_REQUEST. An untraced reading counts them in the
+    native heap; they are Python objects. Selected and summed in C where it can be (a test
+    process holds hundreds of thousands of small strings). Where numpy was never imported
+    there are no arrays (and it is not imported for it: an import inside a count would be
+    counted)."""
+    types = list(map(type, objects))
+    sizes = list(map(sys.getsizeof, compress(objects, map(_TEXTS.__contains__, types))))
+    total: int = sum(compress(sizes, map(SMALL_REQUEST.__lt__, sizes)))
     np = sys.modules.get("numpy")
-    if np is None:
-        return 0
-    array: Any = np.ndarray
-    owned: Iterable[Any] = (obj for obj in objects if type(obj) is array)
-    return sum(int(obj.nbytes) for obj in owned if obj.base is None)
+    if np is not None:
+        owned: list[Any] = list(compress(objects, map(is_, types, repeat(np.ndarray))))
+        total += sum(int(obj.nbytes) for obj in owned if obj.base is None)
+    return total
 
 
 def _holders(objects: list[object]) -> list[object]:

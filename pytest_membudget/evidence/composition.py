@@ -5,8 +5,9 @@ act on. Pure: numbers in, a plain dict out.
 The kinds, each a rise in bytes:
 
 - ``python``: Python objects and buffers (numpy arrays too) as tracemalloc traces them; when
-  it is not tracing, pymalloc's blocks in use (objects of 512 bytes or less), and the larger
-  ones are in ``native``;
+  it is not tracing, pymalloc's blocks in use (objects of 512 bytes or less) and the large
+  data objects known to be alive (numpy arrays, bytes and strings the run kept), and the
+  other larger ones are in ``native``;
 - ``native``: glibc's bytes in use that tracemalloc does not trace (C extensions, torch's CPU
   tensors, ctypes), less tracemalloc's own tables;
 - ``allocator_free``: memory the allocators keep free: pymalloc's free blocks and pools, and
@@ -83,13 +84,14 @@ def traced_rise(start: MemoryReading, peak: MemoryReading) -> float | None:
 
 
 def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None = None,
-               arrays: float = 0.0) -> tuple[dict[str, float], float]:
+               large: float = 0.0) -> tuple[dict[str, float], float]:
     """The rise from ``start`` to ``peak`` by kind, and the bytes allocated but not resident.
     ``traced``: tracemalloc's rise at the peak, from a traced rerun of the same work where the
     readings were taken untraced (tracing changes what it measures: its own tables are as
     large as the objects of a heap of small ones); by default the readings' own.
-    ``arrays``: without a traced figure, the data bytes of numpy arrays known to be alive at
-    the peak (those the run kept to its end), moved from the native heap to Python's."""
+    ``large``: the bytes of the large data objects known to be alive at the peak (numpy
+    arrays, bytes and strings over 512 B that the run kept to its end), moved from the
+    native heap to Python's as far as the Python share does not hold them already."""
     if traced is None:
         traced = traced_rise(start, peak)
     tracer = _delta(peak.tracer, start.tracer)
@@ -115,10 +117,12 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     else:
         in_malloc = min(max(traced, 0.0), max(malloc_rise, 0.0))
     native = malloc_rise - in_malloc
-    if traced is None and arrays > 0:
-        # Large Python objects live in glibc's bytes in use: the numpy arrays the run kept
-        # to its end were alive at its peak too, and are Python's.
-        moved = min(arrays, max(native, 0.0))
+    if large > 0:
+        # Large Python objects live in glibc's bytes in use: the large data objects the run
+        # kept to its end were alive at its peak too, and are Python's. With pymalloc's
+        # blocks they are the least the Python share can be; a traced figure from another
+        # call may hold less of them (a rerun that reused the memory the run had freed).
+        moved = min(max(max(small, 0.0) + large - python, 0.0), max(native, 0.0))
         python, native = python + moved, native - moved
     pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
     stacks = _delta(peak.stacks_resident, start.stacks_resident)
@@ -140,12 +144,12 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
 
 
 def composition(start: MemoryReading, peak: MemoryReading,
-                traced: float | None = None, arrays: float = 0.0,
+                traced: float | None = None, large: float = 0.0,
                 measured: float | None = None,
                 traced_peak: float | None = None) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``, ``arrays``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
+    ``traced``, ``large``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
     high-water mark measured; where the reading rose less than MISSED_SHARE of it, the
     reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
     major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
@@ -153,7 +157,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
-    kinds, untouched = rise_kinds(start, peak, traced, arrays)
+    kinds, untouched = rise_kinds(start, peak, traced, large)
     rise = peak.rss - start.rss
     missed = measured is not None and measured > 0 and rise < MISSED_SHARE * measured
     named = None
@@ -171,7 +175,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
         "dominant": dominant,
         "major": major,
         "traced": traced is not None or own is not None,
-        "arrays_counted": arrays > 0 and traced is None and own is None,
+        "large_counted": large > 0 and traced is None and own is None,
         "threads": [start.threads, peak.threads],
     }
     if missed:

@@ -261,20 +261,23 @@ def shown(lines: list[dict[str, Any]], rise: float,
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
                 end: MemoryReading, rose: list[dict[str, Any]],
                 census: dict[str, Any] | None, one_call: bool = True, *,
-                traced_at_peak: float | None = None, retained_arrays: float = 0.0,
+                traced_at_peak: float | None = None, retained_large: float = 0.0,
                 threads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
     the lines (merged), the composition at the measured peak and what was left of it at the
     call's end, and how close the census came to the traced peak. ``one_call``: the measured
     run was one call, as the census's rerun is (else the census's figure is not the run's);
     ``traced_at_peak``: tracemalloc's bytes at the rerun's highest RSS, the Python share of
-    the composition (the census's traced peak where it is missing); ``retained_arrays``: the
-    data bytes of numpy arrays the run left alive, Python's where nothing was traced;
-    ``threads``: the lines that started threads (the watch's), first where stacks are most of
-    the rise."""
+    the composition (the census's traced peak where it is missing); ``retained_large``: the
+    bytes of the large data objects the run left alive (numpy arrays, bytes and strings over
+    512 B), Python's in the untraced readings: at the call's end, and at the peak beyond
+    what the Python share holds; ``threads``: the lines that started threads (the watch's), first
+    where stacks are most of the rise."""
     traced_lines = census["lines"] if census else []
     traced = None
-    if census and one_call:
+    # A census whose tracing was stopped during the call (past its time) saw part of it:
+    # its peak is no figure for the Python share (the readings' own estimate stands).
+    if census and one_call and (traced_at_peak is not None or not census.get("cut")):
         traced = traced_at_peak if traced_at_peak is not None else census["traced"]
     untraced = max(rise - traced, 0.0) if traced is not None else math.inf
     if census and not one_call:
@@ -284,13 +287,13 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # tracemalloc's own peak over the rerun's one call: exact where the watch's readings
     # fell between (a peak inside one C call), and the run's where it was one call too.
     traced_peak = census["traced"] if census and one_call else None
-    found = composition(start, peak, traced, measured=measured, traced_peak=traced_peak)
-    # The numpy arrays the run left alive are Python objects at its end as at its peak
-    # (their buffers are glibc's, which the reading alone would count as native heap).
-    left = composition(start, end, None, arrays=retained_arrays)["kinds"]
-    if traced is None and retained_arrays > 0:
-        found = composition(start, peak, None, arrays=retained_arrays, measured=measured,
-                            traced_peak=traced_peak)
+    # The large objects the run left alive were alive at its peak too: Python's there, as
+    # far as the Python share (pymalloc's blocks, or tracemalloc's figure) does not hold them.
+    found = composition(start, peak, traced, large=retained_large, measured=measured,
+                        traced_peak=traced_peak)
+    # The call's end is read untraced, whatever the peak's evidence traced: its large objects
+    # are Python's (their memory is glibc's, which the reading alone counts as native heap).
+    left = composition(start, end, None, large=retained_large)["kinds"]
     lines = merge(traced_lines, rose, untraced)
     if threads and found["dominant"] == "stacks":
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")

@@ -89,11 +89,11 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
 @dataclass
 class Census:
     """The objects alive by type before a run with footprint budgets (the untracked ones
-    that containers hold included), and the data bytes of the numpy arrays among them: the
-    start of the types it leaves alive."""
+    that containers hold included), and the bytes of the large data objects among them
+    (census.large_object_bytes): the start of what it leaves alive."""
 
     types: Counter[str]
-    arrays: int
+    large: int
 
 
 def types_at_start(spec: BudgetSpec) -> Census | None:
@@ -101,27 +101,28 @@ def types_at_start(spec: BudgetSpec) -> Census | None:
     heap: tens of milliseconds in a test process."""
     if not footprint_budgets(spec):
         return None
-    arrays: list[int] = []
-    types = type_counts(arrays=arrays)
-    return Census(types, arrays[0])
+    large: list[int] = []
+    types = type_counts(large=large)
+    return Census(types, large[0])
 
 
 def kept_types(m: Measurement, start: Census | None) -> dict[str, Any] | None:
     """For a failing peak or rise: the object types alive at the end of the run that were
-    not at its start (what it kept: a cache it filled), by count, and the data bytes of the
-    numpy arrays it kept. Counted after the window's freeze is lifted, before any rerun.
-    None where no footprint budget failed."""
+    not at its start (what it kept: a cache it filled), by count, and the bytes of the large
+    data objects it kept (numpy arrays, bytes and strings over 512 B: glibc's memory, which
+    an untraced reading counts as native). Counted after the window's freeze is lifted,
+    before any rerun. None where no footprint budget failed."""
     if start is None or not failing_footprint(m):
         return None
     began = time.perf_counter()
-    arrays: list[int] = []
-    grown = type_counts(exclude=(start, start.types), arrays=arrays)
+    large: list[int] = []
+    grown = type_counts(exclude=(start, start.types), large=large)
     grown.subtract(start.types)
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
             if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
-    return {"rows": rows, "array_bytes": max(arrays[0] - start.arrays, 0),
+    return {"rows": rows, "large_bytes": max(large[0] - start.large, 0),
             "seconds": round(time.perf_counter() - began, 6)}
 
 
@@ -131,7 +132,8 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     composition at its peak), and, where it is affordable, one traced rerun of the call for
     what tracemalloc saw alive at the peak (evidence/peak.py); what the failing probes' own
     sources tell of their peak (the CUDA allocator's). ``kept``: what the run left alive
-    (kept_types), whose numpy arrays count as Python memory where nothing was traced."""
+    (kept_types), whose large data objects count as Python memory where nothing was traced,
+    and at the call's end always (its readings are untraced)."""
     began = time.perf_counter()
     seen = m.watched
     failing = failing_footprint(m)
@@ -170,10 +172,10 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
     one_call = calls == 1
-    retained_arrays = float((kept or {}).get("array_bytes", 0)) if census is None else 0.0
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
                          one_call, traced_at_peak=traced_at_peak,
-                         retained_arrays=retained_arrays, threads=seen.threads)
+                         retained_large=float((kept or {}).get("large_bytes", 0)),
+                         threads=seen.threads)
     if skipped is not None:
         report["census"] = {**report.get("census", {}), "skipped": skipped}
     if "native" in report["composition"].get("major", ()):

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,6 +125,9 @@ class PeakWatch:
         start of every other probe."""
         self._target = threading.get_ident()
         self._stack = ThreadStack(self._target)
+        # The measured thread's own stack, read by itself when it starts a thread (another
+        # file: the watch's thread reads the other one meanwhile).
+        self._own_stack = ThreadStack(self._target)
         self._reader = MemoryReader()
         self._reader.refresh_stacks()
         # Opened here, not in the watch's thread once the run has begun: opening a file lets
@@ -132,6 +136,11 @@ class PeakWatch:
         self._read_rss = _rss_reader()
         self._lines: dict[tuple[Any, ...], _Line] = {}
         self._started: dict[tuple[Any, ...], _Line] = {}
+        # Threads the measured thread started through Thread.start, by the line that called
+        # it (written by that thread alone), and the threads the watch has counted.
+        self._announced: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+        self._announced_lines: dict[tuple[Any, ...], _Line] = {}
+        self._seen: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._timeline = np.zeros((TIMELINE_ROWS, 3))
         self._rows = 0
         self._every = 1
@@ -154,6 +163,9 @@ class PeakWatch:
         # the default 5 ms that is tens of milliseconds a reading while the workload runs
         # Python. Restored at the end.
         sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
+        # The threads there are now, the watch's own among them, are not the workload's.
+        self._seen.update(threading.enumerate())
+        _announcing(self)
         self._began = time.perf_counter()
         self._begin.set()
 
@@ -171,6 +183,7 @@ class PeakWatch:
         began = self._begin.is_set()
         self._begin.set()
         self._thread.join()
+        _announcing(self, False)
         sys.setswitchinterval(self._switch)
         if not began:  # stopped before it began (a probe could not start)
             self._start = self._peak = self._reader.read(stacks=False)
@@ -178,6 +191,9 @@ class PeakWatch:
         end = self._reader.read()
         self._reader.close()
         self._stack.close()
+        self._own_stack.close()
+        for key, line in self._announced_lines.items():
+            self._started.setdefault(key, _Line(frames=key)).bytes += line.bytes
         return WatchReport(
             start=self._start, peak=self._peak, end=end, highest=self._highest,
             seconds=time.perf_counter() - self._began, rose=self._rose(),
@@ -230,8 +246,13 @@ class PeakWatch:
                 now_threads = count()
                 if now_threads > threads:
                     # Threads' stacks are reserved where they are started: the line that
-                    # started them, not the one running when their pages were touched.
-                    self._attribute(self._frames(), now_threads - threads, self._started)
+                    # started them, not the one running when their pages were touched. The
+                    # measured thread's own starts say so themselves (announce); the others
+                    # (started by other threads, or not through Thread.start) go to the
+                    # line running now.
+                    fresh = self._unannounced()
+                    if fresh:
+                        self._attribute(self._frames(), fresh, self._started)
                 threads = now_threads
                 now = clock() - self._began
                 self._samples += 1
@@ -255,28 +276,44 @@ class PeakWatch:
         self._rows += 1
 
     def _frames(self) -> Frames:
-        """Where the measured thread is: its innermost frame, its first frame of the user's
-        own code, read now (a frame's line moves on with the workload), and whether it is
-        waiting for other threads. A comprehension, generator expression or lambda counts as
-        the line of the function that runs it: a loop's rise is its function's, not its
-        helper's. A thread waiting in the standard library's locks, queues or futures is
-        read at the frame that waits (pandas' ``read_csv`` while its pool parses), not at
-        ``threading.py``: the memory is the other threads' work for that frame."""
-        stack = self._stack.read()
-        waits = 0
-        while waits < len(stack) - 1 and is_wait(stack[waits][0]):
-            waits += 1
-        inner = stack[waits] if stack else None
-        at = 0
-        while at < len(stack) and not is_user_frame(stack[at][0]):
-            at += 1
-        # The plugin's own code above the user's frame (its judgement calling numpy, between
-        # calls): the thread is in the plugin's work, whatever library it is in.
-        inner = next((where for where in stack[:at] if is_own(where[0])), inner)
-        while (at + 1 < len(stack) and stack[at][2] in HELPERS
-               and is_user_frame(stack[at + 1][0])):
-            at += 1
-        return inner, stack[at] if at < len(stack) else None, waits > 0
+        """Where the measured thread is now (see :func:`frames_of`), read now: a frame's
+        line moves on with the workload."""
+        return frames_of(self._stack.read())
+
+    def announce(self, thread: threading.Thread) -> bool:
+        """Before ``thread`` starts: whether the measured thread starts it (its line is
+        then noted by :meth:`started`)."""
+        if threading.get_ident() != self._target:
+            return False
+        self._announced.add(thread)
+        return True
+
+    def started(self) -> None:
+        """In the measured thread, after a thread it announced started: the line that
+        started it (its stack, read by itself, without this plugin's frames). Exact where
+        the count read from the watch's thread is late: while the started threads run,
+        the watch may not get the interpreter until the starting loop is over."""
+        stack = self._own_stack.read_own()
+        # The plugin's frames come first: the reading, this method, the wrapped
+        # Thread.start. Where more of them call that (another watch starting its thread),
+        # the thread is the plugin's, not the workload's.
+        own = 0
+        while own < len(stack) and is_own(stack[own][0]):
+            own += 1
+        if not 0 < own < len(stack) or stack[own - 1][2] != _start_announced.__name__:
+            return
+        del stack[:own]
+        inner, user, _ = frames_of(stack, waits=False)
+        self._attribute((inner, user, False), 1.0, self._announced_lines)
+
+    def _unannounced(self) -> int:
+        """Threads the watch has not counted yet that the measured thread did not announce."""
+        fresh = 0
+        for thread in threading.enumerate():
+            if thread not in self._seen:
+                self._seen.add(thread)
+                fresh += thread not in self._announced
+        return fresh
 
     def _attribute(self, where: Frames, amount: float,
                    into: dict[tuple[Any, ...], _Line] | None = None) -> None:
@@ -351,6 +388,69 @@ Where = tuple[str, int, str]
 Frames = tuple[Where | None, Where | None, bool]
 
 
+def frames_of(stack: list[Where], waits: bool = True) -> Frames:
+    """A thread's ``stack`` (innermost first) read for the line it runs: its innermost frame,
+    its first frame of the user's code, and whether it is waiting for other threads. A
+    comprehension, generator expression or lambda counts as the line of the function that
+    runs it: a loop's rise is its function's, not its helper's. With ``waits``, a thread
+    waiting in the standard library's locks, queues or futures is read at the frame that
+    waits (pandas' ``read_csv`` while its pool parses), not at ``threading.py``: the memory
+    is the other threads' work for that frame."""
+    skipped = 0
+    while waits and skipped < len(stack) - 1 and is_wait(stack[skipped][0]):
+        skipped += 1
+    inner = stack[skipped] if stack else None
+    at = 0
+    while at < len(stack) and not is_user_frame(stack[at][0]):
+        at += 1
+    # The plugin's own code above the user's frame (its judgement calling numpy, between
+    # calls): the thread is in the plugin's work, whatever library it is in.
+    inner = next((where for where in stack[:at] if is_own(where[0])), inner)
+    while (at + 1 < len(stack) and stack[at][2] in HELPERS
+           and is_user_frame(stack[at + 1][0])):
+        at += 1
+    return inner, stack[at] if at < len(stack) else None, skipped > 0
+
+
+#: The watches running now, and Thread.start as it was before the first of them began:
+#: while one runs, Thread.start tells them which line of the thread they watch started a
+#: thread (a watch reading the thread count from its own thread may see a loop of starts
+#: only after the loop: the started threads hold the interpreter meanwhile).
+_RUNNING: tuple[PeakWatch, ...] = ()
+_SAVED_START: Callable[[threading.Thread], None] | None = None
+#: Thread.start as this module found it: what the wrapper calls if it outlives the watches
+#: (someone kept it and put it back after the last one stopped).
+_FIRST_START: Callable[[threading.Thread], None] = threading.Thread.start
+
+
+def _start_announced(thread: threading.Thread) -> None:
+    """Thread.start while a watch runs: the thread started, then the line that started it
+    noted by each watch whose thread started it."""
+    told = [watch for watch in _RUNNING if watch.announce(thread)]
+    (_SAVED_START or _FIRST_START)(thread)
+    for watch in told:
+        watch.started()
+
+
+def _announcing(watch: PeakWatch, on: bool = True) -> None:
+    """Add ``watch`` to the running ones (or take it out); Thread.start is wrapped while
+    there is one, and given back after the last (unless something replaced it since)."""
+    global _RUNNING, _SAVED_START
+    if on:
+        if not _RUNNING:
+            _SAVED_START = threading.Thread.start
+            threading.Thread.start = _start_announced  # type: ignore[method-assign,assignment]
+        _RUNNING = (*_RUNNING, watch)
+        return
+    if watch not in _RUNNING:
+        return
+    _RUNNING = tuple(running for running in _RUNNING if running is not watch)
+    if not _RUNNING and _SAVED_START is not None:
+        if threading.Thread.start is _start_announced:
+            threading.Thread.start = _SAVED_START  # type: ignore[method-assign,assignment]
+        _SAVED_START = None
+
+
 def stack_in(dump: bytes, header: bytes) -> list[Where]:
     """The stack of the thread whose block in faulthandler's ``dump`` starts with ``header``.
     A thread being started carries its starter's id until it runs ("<no Python frame>"):
@@ -420,6 +520,17 @@ class ThreadStack:
             frame = frame.f_back
         del frame
         return stack
+
+    def read_own(self) -> list[Where]:
+        """The calling thread's own stack, innermost first (faulthandler's dump of it alone:
+        no frame object made)."""
+        fd = self._fd
+        faulthandler.dump_traceback(fd, all_threads=False)
+        size = os.lseek(fd, 0, os.SEEK_CUR)
+        dump = os.pread(fd, size, 0)
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return _stack_of(dump)
 
     def close(self) -> None:
         self._file.close()

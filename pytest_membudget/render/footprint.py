@@ -56,8 +56,9 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
     the large ones."""
     rise = found.get("rise")
     untraced = "" if found.get("traced") else (
-        " (not traced: numpy arrays the run kept count as Python objects, other objects over "
-        "512 B and freed arrays in the native heap)" if found.get("arrays_counted") else
+        " (not traced: numpy arrays, bytes and strings the run kept count as Python objects, "
+        "other objects over 512 B and freed ones in the native heap)"
+        if found.get("large_counted") else
         " (tracemalloc off: numpy arrays and objects over 512 B count in the native heap)")
     if found.get("missed") and found.get("peak_python") is not None:
         # The reading is not the peak's; tracemalloc's exact peak of one more call is.
@@ -243,13 +244,17 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         if census.get("captured"):
             lines.append(f"  the lines above hold {size(census['captured'])} of the traced "
                          f"peak of {size(peak)}{share}")
+        elif census.get("cut"):
+            lines.append(f"  tracemalloc's peak was {size(peak)} when its tracing was stopped, "
+                         "before the call returned (it ran past its time): a part of the call, "
+                         "from which nothing is concluded")
         elif peak < 0.5 * float(found.get("rise") or 0.0):
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}, under half the "
                          "rise: most of it was not Python objects")
         else:
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
                          "traces was made near it (C code held the interpreter throughout)")
-        if census.get("cut"):
+        if census.get("cut") and census.get("captured"):
             lines.append("  tracing stopped before the call returned (it ran past its time): "
                          "what the lines left is the call's as a whole")
     elif census.get("skipped", {}).get("call_seconds"):

@@ -312,3 +312,35 @@ def test_a_rise_inside_a_call_that_held_the_interpreter_is_attributed(
     first = evidence["lines"][0]
     assert first["bytes"] >= 0.5 * evidence["rise"], evidence["lines"]
     assert first["line"] == 8, first  # the json.loads line
+
+
+KEPT_BYTES = """
+import pytest
+
+HELD = []
+
+def phase():
+    blocks = [bytes(4000) for _ in range(32_000)]  # 128 MB of glibc's chunks
+    HELD.append(blocks[::4])  # a quarter kept: 32 MB of bytes objects
+    del blocks
+
+@pytest.mark.membudget(rss_rise="40 MiB")
+def test_kept(membudget):
+    membudget.run(phase)
+"""
+
+
+def test_what_a_traced_peak_read_as_python_is_python_at_the_calls_end(
+        pytester: pytest.Pytester) -> None:
+    """The peak's Python share comes from the traced call; the call's end is read untraced,
+    and the 32 MB of bytes objects the run kept (each over 512 B: glibc's memory) count as
+    Python objects there too, not as native heap."""
+    pytester.makeconftest(TRACE_ANY_CALL)
+    result, tests = run(pytester, KEPT_BYTES)
+    result.assert_outcomes(failed=1)
+    evidence = tests["test_kept"]["peak_evidence"]
+    assert evidence["census"].get("traced_peak"), evidence["census"]  # the call was traced
+    left = evidence["left"]
+    assert left["python"] > 25 * 1024**2, left
+    assert left["native"] < 8 * 1024**2, left
+    assert evidence["types"]["large_bytes"] > 25 * 1024**2, evidence["types"]

@@ -3,12 +3,13 @@ shorter count after it when listing the heap's strings and bytes was slow."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 from support.evidence_runs import evidence_of
 
-from pytest_membudget.evidence.census import Atoms
+from pytest_membudget.evidence.census import Atoms, large_object_bytes
 from pytest_membudget.evidence.rerun import collect
 from pytest_membudget.render.failure import atoms_line
 
@@ -72,3 +73,16 @@ def test_a_quick_first_listing_keeps_the_whole_census(monkeypatch: pytest.Monkey
     except StopIteration as done:
         evidence: dict[str, Any] = done.value
     assert "atoms_listed" not in evidence
+
+
+def test_large_data_objects_are_the_ones_whose_memory_is_glibcs() -> None:
+    """Bytes, strings and bytearrays over 512 B, and arrays that own their data: a view's
+    bytes are its base's, a small object is pymalloc's, a list is not data."""
+    np = pytest.importorskip("numpy")
+    base = np.zeros(1000)
+    objects: list[object] = [bytes(1000), "x" * 2000, bytearray(4000), base, base[10:],
+                             bytes(100), "small", [0] * 1000, 12345]
+    expected = (sys.getsizeof(objects[0]) + sys.getsizeof(objects[1])
+                + sys.getsizeof(objects[2]) + base.nbytes)
+    assert large_object_bytes(objects) == expected
+    assert large_object_bytes([bytes(100), "small"]) == 0

@@ -161,8 +161,49 @@ def test_arrays_the_run_kept_are_python_objects_at_its_end_as_at_its_peak() -> N
     rose = [{"file": "t.py", "line": 8, "bytes": 130 * MIB, "rose_bytes": 130 * MIB,
              "source": "rose"}]
     report = peak_report("rss", 130 * MIB, start, reading, reading, rose, None,
-                         retained_arrays=115 * MIB)
+                         retained_large=115 * MIB)
     at_peak, left = report["composition"]["kinds"], report["left"]
     assert at_peak["python"] >= 115 * MIB and left["python"] >= 115 * MIB, (at_peak, left)
     assert left["native"] < 10 * MIB, left
     assert report["lines"][0]["state"] == "retained"
+
+
+def test_what_the_run_kept_is_python_at_its_end_when_its_peak_was_traced_too() -> None:
+    """A fragmented heap: 32,000 bytes objects of 1 KiB and a 16 MiB array kept (48 MiB of
+    glibc's memory). The traced call reads the peak's Python share; the end is read
+    untraced all the same, and counts the kept objects as Python's (it read them as native
+    heap while the peak read them as Python objects)."""
+    start = MemoryReading(rss=300 * MIB, anon=280 * MIB, file=20 * MIB, shmem=0.0,
+                          malloc_used=10 * MIB, malloc_free=MIB, pymalloc_used=20 * MIB,
+                          pymalloc_free=2 * MIB)
+    peak = replace(start, rss=445 * MIB, anon=425 * MIB, malloc_used=150 * MIB,
+                   malloc_free=4 * MIB)
+    end = replace(start, rss=400 * MIB, anon=380 * MIB, malloc_used=58 * MIB,
+                  malloc_free=50 * MIB)
+    census = {"traced": 140 * MIB, "lines": [traced("/t.py", 9, 140 * MIB, 48 * MIB)]}
+    report = peak_report("rss", 145 * MIB, start, peak, end, [], census,
+                         retained_large=48 * MIB)
+    left = report["left"]
+    assert left["python"] >= 47 * MIB, left
+    assert left["native"] < MIB, left
+    # the peak's Python share is tracemalloc's, the kept objects not added a second time
+    assert report["composition"]["kinds"]["python"] <= 140 * MIB
+
+
+def test_a_traced_call_stopped_past_its_time_is_no_figure_for_the_python_share() -> None:
+    """The traced call of a fragmented heap ran past its time and its tracing was stopped
+    with 30 MiB traced of the call's 132 MiB: that peak is not the Python share, and no
+    "most of it was not Python objects" is drawn from it."""
+    start = MemoryReading(rss=300 * MIB, anon=280 * MIB, file=20 * MIB, shmem=0.0,
+                          malloc_used=10 * MIB, malloc_free=MIB, pymalloc_used=20 * MIB,
+                          pymalloc_free=2 * MIB)
+    peak = replace(start, rss=443 * MIB, anon=423 * MIB, malloc_used=58 * MIB,
+                   malloc_free=95 * MIB)
+    census = {"traced": 30 * MIB, "lines": [], "cut": True}
+    report = peak_report("rss", 143 * MIB, start, peak, peak, [], census,
+                         retained_large=48 * MIB)
+    assert report["composition"]["traced"] is False
+    assert report["composition"]["kinds"]["python"] >= 47 * MIB
+    text = "\n".join(peak_lines(report))
+    assert "not Python objects" not in text, text
+    assert "when its tracing was stopped" in text, text
