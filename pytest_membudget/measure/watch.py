@@ -496,19 +496,22 @@ class ThreadStack:
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 (read at every step, closed by close())
         self._fd = self._file.fileno()
 
-    def read(self) -> list[Where]:
+    def _dump(self, all_threads: bool) -> bytes:
         fd = self._fd
         # The dump first: it writes without letting go of the GIL, so the stack is the one
         # of the moment the watch got the GIL back (the RSS it just read). The file's calls
         # let go of it and let the workload run on: they come after, and the file is left
         # empty for the next read (a reset before the dump read a long C call's line as
         # the caller's, the call having returned meanwhile).
-        faulthandler.dump_traceback(fd, all_threads=True)
+        faulthandler.dump_traceback(fd, all_threads=all_threads)
         size = os.lseek(fd, 0, os.SEEK_CUR)
         dump = os.pread(fd, size, 0)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        stack = stack_in(dump, self._header)
+        return dump
+
+    def read(self) -> list[Where]:
+        stack = stack_in(self._dump(all_threads=True), self._header)
         if stack:
             return stack
         # Not in the dump: faulthandler lists the newest 100 threads, and the measured one
@@ -524,13 +527,7 @@ class ThreadStack:
     def read_own(self) -> list[Where]:
         """The calling thread's own stack, innermost first (faulthandler's dump of it alone:
         no frame object made)."""
-        fd = self._fd
-        faulthandler.dump_traceback(fd, all_threads=False)
-        size = os.lseek(fd, 0, os.SEEK_CUR)
-        dump = os.pread(fd, size, 0)
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        return _stack_of(dump)
+        return _stack_of(self._dump(all_threads=False))
 
     def close(self) -> None:
         self._file.close()
