@@ -189,7 +189,8 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     if entry.get("source") == "rose" and entry.get("waiting"):
         lines.append(f"        {waiting_text(inner)}, whose work it was")
     elif inner:
-        verb = "running" if entry.get("source") == "rose" else "allocated"
+        verb = {"rose": "running", "threads": "started"}.get(entry.get("source", ""),
+                                                              "allocated")
         lines.append(f"        {verb} in {inner}")
     return lines
 

@@ -344,3 +344,43 @@ def test_what_a_traced_peak_read_as_python_is_python_at_the_calls_end(
     assert left["python"] > 25 * 1024**2, left
     assert left["native"] < 8 * 1024**2, left
     assert evidence["types"]["large_bytes"] > 25 * 1024**2, evidence["types"]
+
+
+POOL_THREADS = """
+import json, time
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+
+DOC = "[" * 900 + "]" * 900
+
+def parse():
+    json.loads(DOC)  # touches the worker's C stack
+    time.sleep(0.2)
+
+def work():
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        futures = [pool.submit(parse) for _ in range(40)]  # the pool starts its workers here
+        time.sleep(0.1)
+        for future in futures:
+            future.result()
+
+@pytest.mark.membudget(rss_rise="1 MiB", iterations=1, warmup=0, ceiling="off")
+def test_pool(membudget):
+    membudget.run(work)
+"""
+
+
+def test_a_pools_threads_are_named_at_the_line_that_made_it_start_them(
+        pytester: pytest.Pytester) -> None:
+    """Thread stacks most of the rise: the line first is the one whose ``submit`` made the
+    pool start its workers, said to have started them in the pool's code."""
+    result, tests = run(pytester, POOL_THREADS)
+    result.assert_outcomes(failed=1)
+    evidence = tests["test_pool"]["peak_evidence"]
+    assert evidence["composition"]["dominant"] == "stacks", evidence["composition"]
+    first = evidence["lines"][0]
+    assert first["source"] == "threads" and "pool.submit(parse)" in first["code"], first
+    assert first["threads"] >= 10, first
+    result.stdout.fnmatch_lines(["*.py:13: started * thread(s) whose stacks hold *",
+                                 "*futures = [[]pool.submit(parse)*",
+                                 "*started in *concurrent/futures/thread.py:*"])
