@@ -48,6 +48,8 @@ class PhaseRow:
     probes: dict[str, Any] = field(default_factory=dict)
     composition: dict[str, Any] = field(default_factory=dict)
     rose: list[dict[str, Any]] = field(default_factory=list)
+    #: The lines that started threads during the phase's highest entry, most first.
+    threads: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -63,6 +65,7 @@ class PhaseRow:
             if seen is not None:
                 self.composition = composition(seen.start, seen.peak, measured=rss.rise)
                 self.rose = seen.rose[:PHASE_LINES]
+                self.threads = seen.threads[:PHASE_LINES]
         if rss is not None and len(rss.samples):
             self.left = float(rss.samples[-1] - rss.start)
         self.budgets = [{"key": b.key, "probe": b.probe, "kind": b.kind.value,
@@ -79,7 +82,7 @@ class PhaseRow:
                 "left": finite_or_none(self.left), "verdict": self.verdict.value,
                 "budgets": list(self.budgets), "failures": list(self.failures),
                 "probes": dict(self.probes), "composition": self.composition,
-                "rose": list(self.rose)}
+                "rose": list(self.rose), "threads": list(self.threads)}
 
 
 @dataclass

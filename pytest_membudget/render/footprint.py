@@ -355,6 +355,15 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
         lines += ["", f"  phase {phase['name']!r} at its peak:"]
         if phase.get("composition"):
             lines += composition_lines(phase["composition"], indent="    ")
+        if phase.get("threads") and (phase.get("composition") or {}).get("dominant") == (
+                "stacks"):
+            # The stacks' pages are touched by the threads as they run, whatever line the
+            # phase's own thread is on by then: the lines that started them come first.
+            lines.append("    threads' stacks are most of the rise; these lines started "
+                         "the threads:")
+            for entry in phase["threads"]:
+                lines += ["  " + line for line in rose_text(
+                    entry, f"started {entry.get('threads', 0)} thread(s)", "started in")]
         if phase.get("rose"):
             lines.append("    RSS rose while these lines ran:")
             for entry in phase["rose"]:
@@ -362,9 +371,12 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def rose_text(entry: dict[str, Any]) -> list[str]:
+def rose_text(entry: dict[str, Any], what: str | None = None, within: str = "in"
+              ) -> list[str]:
+    """One line of the watch's (where RSS rose, or ``what`` it did there), its code, and the
+    frame beneath it (``within`` that frame)."""
     where = f"{short_path(entry.get('file', '?'))}:{entry.get('line', '?')}"
-    lines = [f"    {where}: {size(entry['bytes'])}"]
+    lines = [f"    {where}: {what or size(entry['bytes'])}"]
     if entry.get("code"):
         lines.append(f"        {entry['code']}")
     inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
@@ -372,5 +384,5 @@ def rose_text(entry: dict[str, Any]) -> list[str]:
     if entry.get("waiting"):
         lines.append(f"        {waiting_text(inner)}")
     elif inner:
-        lines.append(f"        in {inner}")
+        lines.append(f"        {within} {inner}")
     return lines

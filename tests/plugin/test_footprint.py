@@ -384,3 +384,37 @@ def test_a_pools_threads_are_named_at_the_line_that_made_it_start_them(
     result.stdout.fnmatch_lines(["*.py:13: started * thread(s) whose stacks hold *",
                                  "*futures = [[]pool.submit(parse)*",
                                  "*started in *concurrent/futures/thread.py:*"])
+
+
+PHASE_THREADS = """
+import json, threading, time
+
+DOC = "[" * 900 + "]" * 900
+
+def parse():
+    json.loads(DOC)  # touches the thread's C stack
+    time.sleep(0.2)
+
+def test_spawn(membudget):
+    with membudget.phase("spawn", rss_rise="1 MiB"):
+        workers = [threading.Thread(target=parse) for _ in range(40)]
+        for worker in workers:
+            worker.start()  # the starting line
+        time.sleep(0.1)
+        for worker in workers:
+            worker.join()
+"""
+
+
+def test_a_phase_whose_rise_is_thread_stacks_names_the_lines_that_started_them(
+        pytester: pytest.Pytester) -> None:
+    result, tests = run(pytester, PHASE_THREADS, "--membudget-ceiling=off")
+    result.assert_outcomes(failed=1)
+    phase = tests["test_spawn"]["phases"][0]
+    assert phase["composition"]["dominant"] == "stacks", phase["composition"]
+    assert "worker.start()" in phase["threads"][0]["code"], phase["threads"]
+    assert phase["threads"][0]["threads"] == 40, phase["threads"]
+    result.stdout.fnmatch_lines(["*threads' stacks are most of the rise; these lines started "
+                                 "the threads:*",
+                                 "*: started 40 thread(s)*",
+                                 "*worker.start()  # the starting line*"])
