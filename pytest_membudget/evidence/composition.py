@@ -122,7 +122,7 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
         # kept to its end were alive at its peak too, and are Python's. With pymalloc's
         # blocks they are the least the Python share can be; a traced figure from another
         # call may hold less of them (a rerun that reused the memory the run had freed).
-        moved = min(max(max(small, 0.0) + large - python, 0.0), max(native, 0.0))
+        moved = min(max(small + large - python, 0.0), max(native, 0.0))
         python, native = python + moved, native - moved
     pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
     stacks = _delta(peak.stacks_resident, start.stacks_resident)

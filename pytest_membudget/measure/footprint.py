@@ -132,8 +132,8 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     composition at its peak), and, where it is affordable, one traced rerun of the call for
     what tracemalloc saw alive at the peak (evidence/peak.py); what the failing probes' own
     sources tell of their peak (the CUDA allocator's). ``kept``: what the run left alive
-    (kept_types), whose large data objects count as Python memory where nothing was traced,
-    and at the call's end always (its readings are untraced)."""
+    (kept_types), whose large data objects count as Python memory at the call's end (its
+    readings are untraced) and at its peak beyond what the Python share holds."""
     began = time.perf_counter()
     seen = m.watched
     failing = failing_footprint(m)

@@ -98,3 +98,18 @@ def test_a_missed_peak_is_named_python_by_tracemalloc_s_own_peak_when_it_is_most
     caught = composition(START, at_peak(rss=140, anon=140, malloc_used=140),
                          measured=150 * MIB, traced_peak=149 * MIB)
     assert caught["dominant"] == "native" and "peak_python" not in caught
+
+
+def test_large_objects_kept_move_to_python_once_traced_or_not() -> None:
+    """48 MiB of kept bytes and arrays (glibc's memory) beside 5 MiB of small objects freed:
+    untraced, Python's share is the net of both and the native heap keeps the rest; traced
+    with a figure from a rerun that held less of them, Python's share is lifted to the kept
+    objects and pymalloc's net, never more."""
+    peak = at_peak(rss=60, anon=60, malloc_used=58, pymalloc_used=-5)
+    kinds, _ = rise_kinds(START, peak, large=48 * MIB)
+    assert round(kinds["python"] / MIB) == 43 and round(kinds["native"] / MIB) == 10
+    traced, _ = rise_kinds(START, peak, traced=20 * MIB, large=48 * MIB)
+    assert round(traced["python"] / MIB) == 43, traced
+    assert round((traced["python"] + traced["native"]) / MIB) == 53
+    held, _ = rise_kinds(START, peak, traced=50 * MIB, large=48 * MIB)
+    assert round(held["python"] / MIB) == 50  # tracemalloc's figure holds them already
