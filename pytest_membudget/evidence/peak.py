@@ -258,6 +258,13 @@ def shown(lines: list[dict[str, Any]], rise: float,
     return head, {"lines": len(rest), "bytes": int(sum(entry["bytes"] for entry in rest))}
 
 
+def stacks_lead(found: dict[str, Any]) -> bool:
+    """Whether the threads' stacks are the dominant kind of a composition: their pages are
+    touched as the threads run, on whatever line the measured thread is by then, so the
+    lines that started the threads come first (the peak's evidence, a phase's)."""
+    return found.get("dominant") == "stacks"
+
+
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
                 end: MemoryReading, rose: list[dict[str, Any]],
                 census: dict[str, Any] | None, one_call: bool = True, *,
@@ -295,7 +302,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # are Python's (their memory is glibc's, which the reading alone counts as native heap).
     left = composition(start, end, None, large=retained_large)["kinds"]
     lines = merge(traced_lines, rose, untraced)
-    if threads and found["dominant"] == "stacks":
+    if threads and stacks_lead(found):
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")
                    for entry in threads[:1]), *lines]
     for entry in lines:

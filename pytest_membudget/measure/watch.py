@@ -276,7 +276,7 @@ class PeakWatch:
         """Whether a capture fell inside a free that C code made without the GIL (a ctypes
         call): glibc takes a freed mapped block out of its figures before the kernel has
         unmapped its pages, and a capture in between reads the pages resident and glibc's
-        bytes gone (150 MiB of "other anonymous memory", 3 captures in 60 of a ctypes
+        bytes gone (150 MiB of "other anonymous memory" in 4 of 160 watches of a ctypes
         malloc, memset and free). Such a capture reads glibc's bytes in use fallen by a
         large share of the rise since the reading it would replace, while RSS rose; RSS,
         read again every UNMAP_PAUSE (the GIL let go, the unmapping going on) for up to

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_membudget.evidence.frames import source_line
+from pytest_membudget.evidence.peak import stacks_lead
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.render.units import fmt, short_path, table
 
@@ -355,10 +356,7 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
         lines += ["", f"  phase {phase['name']!r} at its peak:"]
         if phase.get("composition"):
             lines += composition_lines(phase["composition"], indent="    ")
-        if phase.get("threads") and (phase.get("composition") or {}).get("dominant") == (
-                "stacks"):
-            # The stacks' pages are touched by the threads as they run, whatever line the
-            # phase's own thread is on by then: the lines that started them come first.
+        if phase.get("threads") and stacks_lead(phase.get("composition") or {}):
             lines.append("    threads' stacks are most of the rise; these lines started "
                          "the threads:")
             for entry in phase["threads"]:
