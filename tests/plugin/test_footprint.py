@@ -418,3 +418,15 @@ def test_a_phase_whose_rise_is_thread_stacks_names_the_lines_that_started_them(
                                  "the threads:*",
                                  "*: started 40 thread(s)*",
                                  "*worker.start()  # the starting line*"])
+
+
+def test_the_source_lines_the_evidence_reads_are_no_type_the_run_kept(
+        pytester: pytest.Pytester) -> None:
+    """The watch reads the test file's lines (linecache keeps the file, a string a line) as
+    the run ends: a file of 200 lines whose run keeps nothing lists no strings kept."""
+    pytester.makeconftest(TRACE_ANY_CALL)
+    padding = "\n".join(f"# line {n} of a long test module" for n in range(200))
+    result, tests = run(pytester, TEMPORARY + padding + "\n", only=("test_temporary",))
+    result.assert_outcomes(failed=1)
+    rows = tests["test_temporary"]["peak_evidence"]["types"]["rows"]
+    assert all(row["type"] != "str" for row in rows), rows
