@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -14,8 +14,8 @@ import pytest
 
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.phases import Phases
-from pytest_membudget.measure.results import BudgetExceeded, MembudgetResult
-from pytest_membudget.vocabulary import Phase, StopReason
+from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway, MembudgetResult
+from pytest_membudget.vocabulary import BudgetKind, Phase, StopReason
 
 if TYPE_CHECKING:
     from pytest_membudget.measure.samples import Measurement
@@ -117,12 +117,7 @@ class MemBudget:
             try:
                 returned = fn(*args, **kwargs)
             except Exception as exc:
-                if not self._in_evidence():
-                    raise
-                # The verdict was already in; a workload that cannot run longer (a finite
-                # data source, say) only cuts the evidence short.
-                loop.close()
-                self._fail_without_evidence(exc)
+                self._raised(loop, exc)
             if first:
                 first = False
                 if inspect.isawaitable(returned):
@@ -175,10 +170,7 @@ class MemBudget:
                 await awaitable
                 del awaitable
             except Exception as exc:
-                if not self._in_evidence():
-                    raise
-                loop.close()
-                self._fail_without_evidence(exc)
+                self._raised(loop, exc)
             # One turn of the loop: callbacks and task steps the iteration scheduled run
             # before the sample, as they would before the next await of a real program.
             await asyncio.sleep(0)
@@ -208,9 +200,13 @@ class MemBudget:
         from pytest_membudget.probes import ProbeError
 
         self._measurement = open_measurement(self.spec, self.spec.probes or DEFAULT_PROBES)
-        self._loop = measure(self.spec, self._measurement.probes, self._measurement)
+        self._loop = loop = measure(self.spec, self._measurement.probes, self._measurement)
         try:
-            yield from self._loop
+            # Not `yield from`: closing this generator (a loop left early, or the frames of
+            # a stopped test let go) must not close the run, which stopped() and _close()
+            # finish.
+            for iteration in loop:  # noqa: UP028
+                yield iteration
         except ProbeError as exc:
             self._loop = None
             pytest.fail(f"{self.test}: {exc}", pytrace=False)
@@ -228,10 +224,58 @@ class MemBudget:
             raise BudgetExceeded(strict_message(self.test, self.result), self.result)
 
     def __repr__(self) -> str:
-        budgets = ", ".join(f"{b.key}={b.limit:g}" for b in self.spec.budgets)
+        from pytest_membudget.render.units import fmt
+
+        budgets = ", ".join(
+            f"{b.key}={fmt(b.probe, b.limit, per_iter=b.kind is BudgetKind.SLOPE)}"
+            for b in self.spec.budgets)
         return f"<membudget {self.test}: {budgets or 'no budgets'}>"
 
-    def _fail_without_evidence(self, exc: BaseException) -> None:
+    def _raised(self, loop: Generator[int, None, None], exc: Exception) -> NoReturn:
+        """The workload raised ``exc``: during the evidence's calls, the verdict stands
+        without evidence (a finite data source cannot run longer); stopped at the ceiling,
+        the test fails with what the watch saw; else it goes on to the test."""
+        __tracebackhide__ = True
+        if self._in_evidence():
+            loop.close()
+            self._fail_without_evidence(exc)
+        if isinstance(exc, FootprintRunaway):
+            self.stopped(exc)
+        raise exc
+
+    def stopped(self, stop: FootprintRunaway) -> NoReturn:
+        """The peak watch stopped the workload at the ceiling: the stopped call's frames are
+        let go (the next test starts where it would have), the run records the stop and its
+        evidence, and the test fails with them."""
+        __tracebackhide__ = True
+        from pytest_membudget.evidence.frames import let_go, stopped_at
+        from pytest_membudget.measure.results import build_result
+        from pytest_membudget.render.footprint import (
+            phase_details,
+            phase_lines,
+            runaway_message,
+        )
+
+        seen = {**stop.seen, "stopped_at": stopped_at(stop)}
+        let_go(stop)
+        loop, self._loop = self._loop, None
+        if loop is not None and self._measurement is not None:
+            with suppress(StopIteration):
+                loop.throw(stop)
+            self.result = build_result(self._measurement)
+        elif loop is not None:
+            loop.close()
+        self.runaway = seen
+        evidence = self.result.peak_evidence if self.result is not None else {}
+        # A stopped phase shows its own lines below.
+        shown = {**seen, "rose": []} if self.phases.rows else seen
+        message = runaway_message(self.test, shown, evidence)
+        if self.phases.rows:
+            phases = self.phases.to_list()
+            message += "\n" + "\n".join(phase_lines(phases) + phase_details(phases))
+        raise BudgetExceeded(message, self.result) from None
+
+    def _fail_without_evidence(self, exc: BaseException) -> NoReturn:
         __tracebackhide__ = True
         from pytest_membudget.measure.results import build_result
         from pytest_membudget.render.failure import failure_message
@@ -244,9 +288,15 @@ class MemBudget:
                      "rerun, so no evidence was gathered"
         }
         self.result = result
-        raise BudgetExceeded(
-            failure_message(self.test, result, self.spec.run.confidence), result
-        ) from exc
+        failure = BudgetExceeded(failure_message(self.test, result, self.spec.run.confidence),
+                                 result)
+        if isinstance(exc, FootprintRunaway):
+            # The machine ran short during the evidence's call: its memory goes back now.
+            from pytest_membudget.evidence.frames import let_go
+
+            let_go(exc)
+            raise failure from None
+        raise failure from exc
 
     def _in_evidence(self) -> bool:
         return self._measurement is not None and self._measurement.phase is Phase.EVIDENCE

@@ -13,7 +13,7 @@ from pytest_membudget import settings as _settings
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
 from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
-from pytest_membudget.vocabulary import GcPolicy, SweepMode
+from pytest_membudget.vocabulary import GcPolicy, StopReason, SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
@@ -187,12 +187,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     state.active = True
     try:
         yield from _call(item, state)
-    except FootprintRunaway as stopped:
-        from pytest_membudget.render.footprint import runaway_message
-
-        state._close()  # the run's watch stops with it
-        state.runaway = {**stopped.seen, "stopped_at": stopped_at(stopped)}
-        raise BudgetExceeded(runaway_message(item.nodeid, state.runaway)) from None
+    except FootprintRunaway as stop:
+        # Stopped in the test's own body (an iterate() loop, a phase): the run, if one is
+        # open, records the stop; the test fails with what the watch saw.
+        state.stopped(stop)
     finally:
         state.active = False
     if state.phases.failed:
@@ -200,23 +198,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
         raise BudgetExceeded(phases_message(item.nodeid, state.phases.to_list()))
     return None
-
-
-def stopped_at(error: BaseException) -> dict[str, Any]:
-    """Where the workload was when it was stopped: the innermost frame of the user's own
-    code in the exception's traceback."""
-    from pytest_membudget.evidence.frames import is_user_frame, source_line
-
-    found: dict[str, Any] = {}
-    trace = error.__traceback__
-    while trace is not None:
-        code = trace.tb_frame.f_code
-        if is_user_frame(code.co_filename):
-            found = {"file": code.co_filename, "line": trace.tb_lineno,
-                     "function": code.co_name,
-                     "code": source_line(code.co_filename, trace.tb_lineno)}
-        trace = trace.tb_next
-    return found
 
 
 def _call(item: pytest.Item, state: MemBudget) -> Generator[None, None, None]:
@@ -281,6 +262,7 @@ def pytest_runtest_makereport(
         partial = partial and state.used
     if state.runaway and data is not None:
         data["passed"] = False
+        data["stopped"] = StopReason.CEILING.value
         data["runaway"] = {key: value for key, value in state.runaway.items()}
     if data is not None:
         from pytest_membudget.artifacts.junit import junit_properties

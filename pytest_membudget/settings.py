@@ -114,11 +114,12 @@ OPTIONS: tuple[Option, ...] = (
            "false", kind="bool"),
     Option("strict", "fail a test whose budget ends inconclusive (by default it passes, with "
            "a line in the summary saying what would settle it)", "false", kind="bool"),
-    Option("ceiling", "how far RSS may rise above a footprint test's start (one with a "
-           "_peak or _rise budget) before the plugin stops the workload and fails the test, "
-           "so that a runaway fails the test and not the machine: '4x' the largest rss or "
-           "uss rise or peak budget, a size such as '8 GiB', or 'off'", "4x",
-           metavar="4x|SIZE|off"),
+    Option("ceiling", "when the plugin stops a footprint test's workload (one with a _peak "
+           "or _rise budget, or a phase) and fails the test, so that a runaway fails the test "
+           "and not the machine: 'machine' (before the machine or its cgroup runs out of "
+           "memory), or besides that '4x' the largest rss or uss rise or peak budget or a "
+           "size of RSS rise such as '8 GiB' above the measured call's start; 'off': never",
+           "machine", metavar="machine|4x|SIZE|off"),
     Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
            "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
     Option("sweep", "repeat every test in place and judge it for leaks, marked or not: 'fail' "

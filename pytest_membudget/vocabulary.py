@@ -54,6 +54,8 @@ class Status(str, Enum):
     PASS = "pass"
     FAIL = "fail"
     AMBIGUOUS = "ambiguous"
+    #: the run was stopped at the ceiling inside a call: its figure is how far it went
+    STOPPED = "stopped"
 
 
 class ProbeVerdict(str, Enum):
@@ -65,6 +67,8 @@ class ProbeVerdict(str, Enum):
     INCONCLUSIVE = "inconclusive"
     #: not judged: the run was cut short, or the probe had no budget
     UNJUDGED = "unjudged"
+    #: the run was stopped at the ceiling before the machine ran out of memory
+    STOPPED = "stopped"
 
 
 class StopReason(str, Enum):
@@ -80,6 +84,8 @@ class StopReason(str, Enum):
     RUNNING = "running"
     #: measuring is switched off (--membudget-disable)
     DISABLED = "disabled"
+    #: the peak watch stopped the workload at the ceiling, inside a call
+    CEILING = "ceiling"
 
 
 class Phase(str, Enum):

@@ -15,7 +15,8 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
     """Readable per-test properties for JUnit XML (user_properties), one set per probe:
     ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
     verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
-    overall = (ProbeVerdict.FAIL if not data.get("passed", True) else
+    overall = (ProbeVerdict.STOPPED if data.get("stopped") == StopReason.CEILING else
+               ProbeVerdict.FAIL if not data.get("passed", True) else
                StopReason.DISABLED if data.get("stopped") == StopReason.DISABLED else
                ProbeVerdict.INCONCLUSIVE if ProbeVerdict.INCONCLUSIVE in verdicts
                else ProbeVerdict.PASS).value

@@ -17,6 +17,8 @@ PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
 _OWN_PARTS = (PACKAGE_DIR + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
 _STDLIB = sysconfig.get_paths()["stdlib"]
+#: The environment's scripts (the ``pytest`` command's own file): no one's code to show.
+_SCRIPTS = sysconfig.get_paths()["scripts"] + os.sep
 
 Frame = TypeVar("Frame")
 
@@ -31,8 +33,24 @@ def is_library(filename: str) -> bool:
     return (
         "site-packages" in filename
         or "dist-packages" in filename
-        or filename.startswith(_STDLIB)
+        or filename.startswith((_STDLIB, _SCRIPTS))
     )
+
+
+_PACKAGE_ROOTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def library_path(filename: str) -> str | None:
+    """A library's file by its package path, as ``import`` finds it
+    (``numpy/_core/numeric.py``, ``json/decoder.py``); None for a file that is no
+    library's."""
+    for root in _PACKAGE_ROOTS:
+        at = filename.rfind(root)
+        if at >= 0:
+            return filename[at + len(root):]
+    if filename.startswith(_STDLIB + os.sep):
+        return filename[len(_STDLIB) + 1:]
+    return None
 
 
 #: The standard library's modules whose frames are a thread waiting for others: a lock, a
@@ -57,6 +75,33 @@ def is_user_frame(filename: str) -> bool:
 def first_user(frames: Iterable[Frame], filename: Callable[[Frame], str]) -> Frame | None:
     """The first of ``frames`` (innermost first) in the user's own code, or None."""
     return next((f for f in frames if is_user_frame(filename(f))), None)
+
+
+def stopped_at(error: BaseException) -> dict[str, object]:
+    """Where a workload was when ``error`` stopped it: the innermost frame of the user's own
+    code in its traceback (empty where there is none)."""
+    found: dict[str, object] = {}
+    trace = error.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if is_user_frame(code.co_filename):
+            found = {"file": code.co_filename, "line": trace.tb_lineno,
+                     "function": code.co_name,
+                     "code": source_line(code.co_filename, trace.tb_lineno)}
+        trace = trace.tb_next
+    return found
+
+
+def let_go(error: BaseException) -> None:
+    """Let go of what the frames ``error`` went through hold (a stopped workload's arrays):
+    their locals are cleared (those still running are left) and the traceback dropped, so
+    that the memory returns before the next test. The failure's text is made before."""
+    import gc
+    import traceback
+
+    traceback.clear_frames(error.__traceback__)
+    error.__traceback__ = None
+    gc.collect()
 
 
 def source_line(filename: str, lineno: int) -> str:

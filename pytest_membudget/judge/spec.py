@@ -45,12 +45,16 @@ class Budget:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """How far RSS may rise above a footprint run's start before the run is stopped (the test
-    fails, not the machine): ``multiple`` times the largest rss or uss rise budget (a peak
-    budget counts as its distance from the start), or ``size`` bytes; neither: never."""
+    """When a footprint run is stopped (the test fails, not the machine). ``machine``: before
+    the machine, or the cgroup the process runs in, would have too little memory left (the
+    kernel's OOM killer would act), where the run holds much of what was taken; on top of
+    that, where set, once RSS rose ``multiple`` times the largest rss or uss rise budget (a
+    peak budget counts as its distance from the start) or ``size`` bytes above the measured
+    window's start. None of them: never."""
 
-    multiple: float | None = 4.0
+    multiple: float | None = None
     size: float | None = None
+    machine: bool = True
 
     def limit(self, budgets: Iterable[Budget], rss_start: float) -> float:
         """The RSS rise above ``rss_start`` at which to stop; inf for none."""
@@ -305,25 +309,27 @@ _MULTIPLE = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*[xX]\s*$")
 
 
 def parse_ceiling(value: object, where: str) -> Ceiling:
-    """'4x' (times the largest rss/uss rise or peak budget), a size of RSS rise such as
-    '8 GiB', or 'off'."""
+    """'machine' (the default: before the machine or its cgroup runs out of memory), '4x'
+    (times the largest rss/uss rise or peak budget), a size of RSS rise such as '8 GiB'
+    (either of these besides the machine's), or 'off'."""
     if isinstance(value, Ceiling):
         return value
     text = str(value).strip() if isinstance(value, (str, int, float)) else ""
     if text.lower() in ("off", "none", "false", "0"):
-        return Ceiling(multiple=None)
+        return Ceiling(machine=False)
+    if text.lower() in ("machine", "auto"):
+        return Ceiling()
     multiple = _MULTIPLE.match(text)
     if multiple and float(multiple["num"]) >= 1:
         return Ceiling(multiple=float(multiple["num"]))
     try:
-        return Ceiling(multiple=None, size=parse_quantity(PROBES["rss"], BudgetKind.RISE,
-                                                          value, where))
+        return Ceiling(size=parse_quantity(PROBES["rss"], BudgetKind.RISE, value, where))
     except SpecError:
         pass
     raise SpecError(
-        f"ceiling={value!r} {where}: expected a multiple of the largest rss or uss rise or "
-        "peak budget such as '4x' (at least 1x), a size of RSS rise such as '8 GiB', or "
-        "'off'")
+        f"ceiling={value!r} {where}: expected 'machine' (stop before the machine or its "
+        "cgroup runs out of memory), a multiple of the largest rss or uss rise or peak "
+        "budget such as '4x' (at least 1x), a size of RSS rise such as '8 GiB', or 'off'")
 
 
 #: Every run-control key, in the order of RunSettings, with the one function that reads its
@@ -403,10 +409,11 @@ def _footprint_only(budgets: Iterable[Budget]) -> bool:
 
 
 def _one_call(marker_kwargs: Mapping[str, object], run: Mapping[str, Any]) -> dict[str, Any]:
-    """The run of a footprint-only test whose marker leaves its length to the defaults: an
-    'auto' run has no slope to settle, so it is one measured call after no warm-up (a 25 GB
-    phase runs once). What the marker sets stays; a fixed count from the ini or the
-    command line stays too."""
-    if "iterations" in marker_kwargs or run["iterations"] is not None:
-        return {}
-    return {"iterations": 1, **({} if "warmup" in marker_kwargs else {"warmup": 0})}
+    """The run of a footprint-only test: an 'auto' run has no slope to settle, so one
+    measured call (a 25 GB phase runs once), after the warm-up its marker asks for and no
+    other (the ini's and the command line's warm-up are for loops). A count the marker sets
+    stays; a fixed count from the ini or the command line stays too."""
+    found: dict[str, Any] = {} if "warmup" in marker_kwargs else {"warmup": 0}
+    if "iterations" not in marker_kwargs and run["iterations"] is None:
+        found["iterations"] = 1
+    return found

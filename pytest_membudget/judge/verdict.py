@@ -22,7 +22,7 @@ from pytest_membudget.judge.fit import FloatArray, Trend, trend
 from pytest_membudget.judge.spec import Budget, BudgetSpec
 from pytest_membudget.vocabulary import BudgetKind, Status
 
-PASS, FAIL, AMBIGUOUS = Status.PASS, Status.FAIL, Status.AMBIGUOUS
+PASS, FAIL, AMBIGUOUS, STOPPED = Status.PASS, Status.FAIL, Status.AMBIGUOUS, Status.STOPPED
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ProbeJudgement:
 
     @property
     def failed(self) -> bool:
-        return any(o.status == FAIL for o in self.outcomes)
+        return any(o.status in (FAIL, STOPPED) for o in self.outcomes)
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,15 @@ def judge(
         for probe, y in series.items()
     }
     return Verdict(judged, clean=_clean(judged, vouched=set()))
+
+
+def stopped(verdict: Verdict) -> Verdict:
+    """The verdict of a run stopped at the ceiling inside a call: no budget is judged on a
+    call that did not return. Each peak or rise budget is ``stopped``, with how far it went;
+    the others are left ambiguous (unjudged)."""
+    return Verdict({name: ProbeJudgement(name, p.trend, p.peak, tuple(
+        Outcome(o.budget, STOPPED if o.budget.kind.footprint else AMBIGUOUS, o.measured)
+        for o in p.outcomes)) for name, p in verdict.probes.items()})
 
 
 def _clean(judged: dict[str, ProbeJudgement], vouched: set[str]) -> bool:

@@ -62,15 +62,22 @@ def watch_for(spec: BudgetSpec, wanted: bool | None = None) -> PeakWatch | None:
     it."""
     if not (footprint_budgets(spec) if wanted is None else wanted):
         return None
-    return PeakWatch()
+    return PeakWatch(machine=spec.run.ceiling.machine)
 
 
 def start_watch(watch: PeakWatch, spec: BudgetSpec) -> None:
-    """Begin ``watch`` (prepared already, or here) and set its ceiling from the spec's
-    budgets and the RSS it started at."""
+    """Begin ``watch`` (prepared already, or here). Its ceiling from the budgets is set now
+    for a run without warm-up, else where the measured window begins (:func:`arm`): the
+    budgets are the measured call's, and a warm-up is stopped only for the machine's sake."""
     if not watch.prepared:
         watch.prepare()
     watch.begin()
+    if not spec.run.warmup:
+        arm(watch, spec)
+
+
+def arm(watch: PeakWatch, spec: BudgetSpec) -> None:
+    """Set ``watch``'s ceiling from the spec's budgets and the RSS it starts from now."""
     watch.ceiling = spec.run.ceiling.limit(spec.budgets, watch.start_rss)
     watch.budget = {"multiple": spec.run.ceiling.multiple, "size": spec.run.ceiling.size}
 
@@ -82,7 +89,8 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
     starts = m.starts()
     found = []
     for name, judgement in m.verdict.probes.items():
-        if any(o.status is Status.FAIL and o.budget.kind.footprint for o in judgement.outcomes):
+        if any(o.status in (Status.FAIL, Status.STOPPED) and o.budget.kind.footprint
+               for o in judgement.outcomes):
             found.append((name, judgement.peak - starts.get(name, float("nan"))))
     return sorted(found, key=lambda entry: -entry[1] if entry[1] == entry[1] else 0.0)
 
@@ -95,6 +103,9 @@ class Census:
 
     types: Counter[str]
     large: int
+    #: Whether a warm-up ran after the types were counted: they are the run's start's, and
+    #: ``large`` is the measured window's.
+    warmed: bool = False
 
 
 def types_at_start(spec: BudgetSpec) -> Census | None:
@@ -105,6 +116,14 @@ def types_at_start(spec: BudgetSpec) -> Census | None:
     large: list[int] = []
     types = type_counts(exclude=_line_cache(), large=large)
     return Census(types, large[0])
+
+
+def after_warm_up(start: Census) -> Census:
+    """``start`` with the large data objects counted again where the measured window
+    begins (only their bytes are kept: the count's tables would stay in a traced heap)."""
+    large: list[int] = []
+    type_counts(exclude=(start, start.types, *_line_cache()), large=large)
+    return Census(start.types, large[0], warmed=True)
 
 
 def _line_cache() -> list[object]:
@@ -135,7 +154,8 @@ def kept_types(m: Measurement, start: Census | None) -> dict[str, Any] | None:
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
             if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
     return {"rows": rows, "large_bytes": max(large[0] - start.large, 0),
-            "seconds": round(time.perf_counter() - began, 6)}
+            "seconds": round(time.perf_counter() - began, 6),
+            **({"since": "run"} if start.warmed else {})}
 
 
 def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,
@@ -158,14 +178,14 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
         # The device's own evidence says it; the host's memory is not what failed.
         return {"probe": probe, "rise": rise, **device,
                 "seconds": round(time.perf_counter() - began, 6)}
-    calls = max(m.measured + m.warmup_done, 1)
+    calls = max(m.measured, 1)
     call_seconds = seen.seconds / calls
     skipped = skip_reason(seen, call_seconds)
     census = traced_at_peak = None
     if skipped is None:
         counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
                              deadline=time.perf_counter() + TRACED_SECONDS)
-        watch = PeakWatch(ticks=[counter.tick])
+        watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
         start_watch(watch, m.spec)
         heap = m.probes.get("heap")
         try:
@@ -207,10 +227,38 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
         else:
             report["native"] = {"skipped": {"call_seconds": round(call_seconds, 3)}}
     report.update(device)
-    report["timeline"] = timeline(seen)
-    report["peak_at"] = round(seen.peak_at, 6)
+    report.update(watch_facts(seen))
     report["seconds"] = round(time.perf_counter() - began, 6)
     return report
+
+
+def stopped_evidence(m: Measurement) -> dict[str, Any]:
+    """The evidence at the peak of a run stopped at the ceiling: the watch's alone (the call
+    did not return; run again, it would run away again). What was left once the stopped
+    call's frames were let go is what it had put elsewhere: its state."""
+    seen, failing = m.watched, failing_footprint(m)
+    if seen is None or not failing:
+        return {}
+    probe, rise = failing[0]
+    report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, None,
+                         threads=seen.threads)
+    report["census"] = {"skipped": {"stopped": True}}
+    report["stopped"] = True
+    report.update(watch_facts(seen))
+    report["seconds"] = 0.0
+    return report
+
+
+def watch_facts(seen: WatchReport) -> dict[str, Any]:
+    """What the evidence carries of the watch itself: the timeline, when the peak came (in
+    seconds into the measured window: the timeline's clock starts with the run) and, where
+    a warm-up ran, its figures."""
+    facts: dict[str, Any] = {"timeline": timeline(seen),
+                             "peak_at": round(seen.peak_at - seen.window_at, 6)}
+    if seen.warmup:
+        facts["warmup"] = {**{key: round(value) for key, value in seen.warmup.items()},
+                           "window_at": round(seen.window_at, 6)}
+    return facts
 
 
 #: The share of the reading's native heap under which memray's own peak over its call is

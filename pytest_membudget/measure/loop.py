@@ -27,14 +27,17 @@ from pytest_membudget.judge.verdict import (
     judge,
     native_watch,
     settling,
+    stopped,
     unsettle,
     witnesses,
 )
 from pytest_membudget.measure import footprint
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
+from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.stride import CPU_LEAST_STRIDE, Stride
+from pytest_membudget.measure.watch import PeakWatch
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.timing import IterCpuTimeProbe
 from pytest_membudget.vocabulary import Phase, ProbeKind, Status, StopReason
@@ -101,7 +104,10 @@ def measure(
     _prime_judgement(spec)
     m.started = time.perf_counter()
     peak_watch = footprint.watch_for(spec, watch)
-    start_types = footprint.types_at_start(spec) if spec.run.evidence else None
+    # What the run leaves alive is counted from its start, before tracing begins (a heap
+    # budget's tracemalloc would count the census's own tables all run long).
+    if spec.run.evidence:
+        m.start_types = footprint.types_at_start(spec)
     if peak_watch is not None:
         peak_watch.prepare()
     try:
@@ -114,18 +120,26 @@ def measure(
         # After the probes' start (a trim, a reset), before the first sample.
         if peak_watch is not None:
             footprint.start_watch(peak_watch, spec)
-        cpu = probe_set.cpu_time
-        iteration, stride = yield from _warm_up(m, sample, policy, cpu)
-        collection.open_window()
-        probe_set.before_window()
-        iteration = yield from _window(m, sample, rebase, stride, policy, iteration, cpu)
+        try:
+            iteration = yield from _measured(m, probe_set, sample, rebase, policy,
+                                             collection, peak_watch)
+        except FootprintRunaway:
+            # The watch stopped the workload inside a call (the caller has let go of the
+            # call's frames): no verdict on a call that did not return, and no rerun of it.
+            m.stopped = StopReason.CEILING
+            m.source_peaks.update(probe_set.peaks())
+            if peak_watch is not None:
+                m.watched, peak_watch = peak_watch.stop(), None
+            m.verdict = stopped(m.judge())
+            m.peak_evidence = footprint.stopped_evidence(m)
+            return m
         m.source_peaks.update(probe_set.peaks())
         if peak_watch is not None:
             m.watched, peak_watch = peak_watch.stop(), None
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
-            types = footprint.kept_types(m, start_types)
+            types = footprint.kept_types(m, m.start_types)
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
             m.peak_evidence = yield from footprint.peak_evidence(
@@ -139,6 +153,28 @@ def measure(
         probe_set.stop()
         m.seconds = time.perf_counter() - m.started
     return m
+
+
+def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: Callable[[], None],
+              policy: RunPolicy, collection: GarbageCollection,
+              peak_watch: PeakWatch | None) -> Generator[int, None, int]:
+    """The warm-up, then the measured window; the iteration after the window's last."""
+    spec = m.spec
+    cpu = probe_set.cpu_time
+    iteration, stride = yield from _warm_up(m, sample, policy, cpu)
+    if m.start_types is not None and m.warmup_done:
+        # The large objects the warm-up kept are not the window's: counted again where it
+        # begins, before the window's gc policy freezes the heap (the walk would miss it).
+        m.start_types = footprint.after_warm_up(m.start_types)
+    collection.open_window()
+    probe_set.before_window()
+    if peak_watch is not None and m.warmup_done:
+        # The rise, the peak and the ceiling are the measured window's: a warm-up is not
+        # measured, and what it kept is its own figure.
+        peak_watch.rebase()
+        footprint.arm(peak_watch, spec)
+        probe_set.forget_peaks()  # the watch's reading is not the workload's peak
+    return (yield from _window(m, sample, rebase, stride, policy, iteration, cpu))
 
 
 def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,

@@ -6,6 +6,7 @@ judged like a run's, and the test fails at its end if one was exceeded (all phas
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
@@ -14,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_membudget.evidence.composition import composition
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.spec import BudgetSpec, build_spec
-from pytest_membudget.measure.results import MembudgetResult, build_result
-from pytest_membudget.vocabulary import ProbeVerdict
+from pytest_membudget.measure.results import FootprintRunaway, MembudgetResult, build_result
+from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
 if TYPE_CHECKING:  # numpy stays out of the plugin's import
     from pytest_membudget.measure.samples import Measurement
@@ -53,7 +54,7 @@ class PhaseRow:
 
     @property
     def failed(self) -> bool:
-        return self.verdict is ProbeVerdict.FAIL
+        return self.verdict in (ProbeVerdict.FAIL, ProbeVerdict.STOPPED)
 
     def add(self, result: MembudgetResult, m: Measurement, spec: BudgetSpec) -> None:
         """Take in one entry of the phase: the highest rise of all, the latest of the rest."""
@@ -66,16 +67,20 @@ class PhaseRow:
                 self.composition = composition(seen.start, seen.peak, measured=rss.rise)
                 self.rose = seen.rose[:PHASE_LINES]
                 self.threads = seen.threads[:PHASE_LINES]
-        if rss is not None and len(rss.samples):
+        stopped = result.stopped is StopReason.CEILING
+        if rss is not None and len(rss.samples) and not stopped:
+            # A stopped phase has no end of its own: what it left is not known.
             self.left = float(rss.samples[-1] - rss.start)
         self.budgets = [{"key": b.key, "probe": b.probe, "kind": b.kind.value,
                          "limit": finite_or_none(b.limit)} for b in spec.budgets]
         self.probes = {name: {"start": finite_or_none(p.start), "peak": finite_or_none(p.peak),
                               "rise": finite_or_none(p.rise)}
                        for name, p in result.probes.items()}
-        if result.failures:
+        if stopped:
+            self.verdict = ProbeVerdict.STOPPED
+        elif result.failures and self.verdict is not ProbeVerdict.STOPPED:
             self.verdict = ProbeVerdict.FAIL
-            self.failures += [o.to_dict() for o in result.failures]
+        self.failures += [o.to_dict() for o in result.failures]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "calls": self.calls, "rise": finite_or_none(self.rise),
@@ -114,6 +119,13 @@ def run_phase(name: str, spec: BudgetSpec, phases: Phases) -> Generator[None, No
         next(loop)
         try:
             yield
+        except FootprintRunaway as stop:
+            # Stopped at the ceiling inside the phase: the row says so, with what the watch
+            # saw; the test fails with the stop.
+            with contextlib.suppress(StopIteration):
+                loop.throw(stop)
+            phases.rows.setdefault(name, PhaseRow(name)).add(build_result(m), m, spec)
+            raise
         except BaseException:
             loop.close()
             raise

@@ -93,6 +93,12 @@ class ProbeSet:
         for probe in self.probes.values():
             probe.stop()
 
+    def forget_peaks(self) -> None:
+        """The peaks the sources kept since the latest sample (tracemalloc's) were the
+        plugin's own work (a reading, a judgement), not the workload's: they start again."""
+        for after in self.afters:
+            after()
+
     def sampler(self, m: Measurement, collect: bool) -> Callable[[int, float], None]:
         """The function that takes one sample into ``m``: collect garbage (if the policy
         says so), sync the devices, read every probe into the next row."""
@@ -129,7 +135,7 @@ class ProbeSet:
         blocks per checkpoint on CPython 3.11 and numpy 2.4 (``py_blocks`` read 0.3
         blocks/call on a 12 ms step whose buffer had stopped filling; 0.05 with the rebase).
         Growth of the process during that pause (another thread's) is taken out with it."""
-        moved, values, afters = self.moved, m.values, self.afters
+        moved, values, forget = self.moved, m.values, self.forget_peaks
         shift = np.zeros(values.shape[1])
 
         def rebase() -> None:
@@ -138,10 +144,8 @@ class ProbeSet:
                 return
             if collect:
                 gc.collect()
-            # The peaks kept between samples (tracemalloc's) start again here: the
-            # judgement's temporaries are not the workload's peak.
-            for after in afters:
-                after()
+            # The judgement's temporaries are not the workload's peak.
+            forget()
             for column, read in moved:
                 shift[column] = read() - values[row, column]
             values[: m.rows] += shift

@@ -65,9 +65,12 @@ class ProbeResult:
     verdict: ProbeVerdict
     budgets: dict[str, float | None] = field(default_factory=dict)
     outcomes: tuple[BudgetOutcome, ...] = ()
-    #: The value at the run's start (its first sample, before the warm-up); ``peak - start``
-    #: is how far the probe rose above it.
+    #: The value where the measured window began, after the warm-up; ``peak - start`` is
+    #: how far the probe rose above it (the peak is the window's too).
     start: float = math.nan
+    #: The value at the run's first sample, before the warm-up: ``start - run_start`` is
+    #: what the warm-up kept.
+    run_start: float = math.nan
     #: The measured iterations at the checkpoint where the probe's budgets settled while the
     #: run went on for others (judge.verdict.keep_settled): its slope and bounds are of that
     #: checkpoint. None where it was judged at the run's end.
@@ -84,6 +87,7 @@ class ProbeResult:
             "slope": finite_or_none(self.slope),
             "ci": [finite_or_none(self.ci[0]), finite_or_none(self.ci[1])],
             "start": finite_or_none(self.start),
+            "run_start": finite_or_none(self.run_start),
             "peak": finite_or_none(self.peak),
             "rise": finite_or_none(self.rise),
             "growth": finite_or_none(self.growth),
@@ -124,7 +128,8 @@ class MembudgetResult:
     @property
     def failures(self) -> list[BudgetOutcome]:
         """The budgets that were exceeded."""
-        return [o for p in self.probes.values() for o in p.outcomes if o.status is Status.FAIL]
+        return [o for p in self.probes.values() for o in p.outcomes
+                if o.status in (Status.FAIL, Status.STOPPED)]
 
     @property
     def passed(self) -> bool:
@@ -208,6 +213,8 @@ def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
 def probe_verdict(statuses: list[Status], finished: bool) -> ProbeVerdict:
     """A probe's verdict from its budgets' statuses: any failure fails it; an ambiguous
     budget leaves it inconclusive once the run has finished (unjudged before)."""
+    if Status.STOPPED in statuses:
+        return ProbeVerdict.STOPPED
     if Status.FAIL in statuses:
         return ProbeVerdict.FAIL
     if Status.AMBIGUOUS in statuses:
@@ -221,9 +228,9 @@ def build_result(m: Measurement) -> MembudgetResult:
     if verdict is None and m.rows > 0:
         verdict = m.judge()
     stopped = m.stopped
-    finished = stopped is not StopReason.RUNNING
+    finished = stopped not in (StopReason.RUNNING, StopReason.CEILING)
     probes: dict[str, ProbeResult] = {}
-    peaks, starts = m.peaks(), m.starts()
+    peaks, starts, run_starts = m.peaks(), m.starts(), m.run_starts()
     for column, name in enumerate(m.probes):
         if name in m.hidden:
             continue
@@ -246,7 +253,8 @@ def build_result(m: Measurement) -> MembudgetResult:
             growth=growth, samples=m.values[: m.rows, column].copy(),
             sample_iterations=m.x[: m.rows].copy(),
             verdict=probe_verdict([o.status for o in outcomes], finished),
-            budgets=budgets, outcomes=outcomes, start=starts[name], settled_at=settled_at,
+            budgets=budgets, outcomes=outcomes, start=starts[name],
+            run_start=run_starts[name], settled_at=settled_at,
         )
     run = asdict(m.spec.run)
     run["gc"] = m.spec.run.gc.value

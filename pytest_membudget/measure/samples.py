@@ -64,6 +64,9 @@ class Measurement:
     #: the peak after a failing one.
     watched: Any = None  # measure.watch.WatchReport (which imports the results above)
     peak_evidence: dict[str, Any] = field(default_factory=dict)
+    #: The object types alive where the measured window began (a run with footprint
+    #: budgets and evidence): what the run left alive is counted from it.
+    start_types: Any = None  # measure.footprint.Census
 
     def __post_init__(self) -> None:
         self.x = np.zeros(self.capacity, dtype=np.int64)
@@ -86,18 +89,30 @@ class Measurement:
         return x, {n: self.values[start : self.rows, c] for c, n in enumerate(self.probes)}
 
     def peaks(self) -> dict[str, float]:
-        if self.rows == 0:
+        """Each probe's highest value over the measured window (the warm-up is not
+        measured), with the peaks its source kept between samples."""
+        start = self.window_start
+        if self.rows <= start:
             return {n: math.nan for n in self.probes}
         return {
-            n: max(float(self.values[: self.rows, c].max()), self.source_peaks.get(n, -math.inf))
+            n: max(float(self.values[start : self.rows, c].max()),
+                   self.source_peaks.get(n, -math.inf))
             for c, n in enumerate(self.probes)
         }
 
     def starts(self) -> dict[str, float]:
-        """Each probe's value at the run's start (its first sample, before the warm-up)."""
-        if self.rows == 0:
+        """Each probe's value where the measured window began: after the warm-up, which is
+        not measured (the run's first sample where the window never opened)."""
+        return self._row(self.window_start)
+
+    def run_starts(self) -> dict[str, float]:
+        """Each probe's value at the run's first sample, before the warm-up."""
+        return self._row(0)
+
+    def _row(self, row: int) -> dict[str, float]:
+        if self.rows <= row:
             return {n: math.nan for n in self.probes}
-        return {n: float(self.values[0, c]) for c, n in enumerate(self.probes)}
+        return {n: float(self.values[row, c]) for c, n in enumerate(self.probes)}
 
     def longest_tail(self) -> float:
         """The judged tail of the run length the pass rule assumes."""

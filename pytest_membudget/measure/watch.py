@@ -44,6 +44,7 @@ from pytest_membudget.evidence.frames import (
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
+from pytest_membudget.probes.room import RoomReader
 
 #: Seconds between readings.
 INTERVAL = 0.001
@@ -78,6 +79,15 @@ OTHER_LINES = 3
 #: Seconds between two stops of a workload that is still above the ceiling (code that
 #: catches every exception swallows the first).
 REFIRE_SECONDS = 0.05
+#: The machine's guard (Ceiling.machine): the memory left to the machine, or the cgroup,
+#: below which a run is stopped, as a share of its total (at least LEAST_RESERVE): the
+#: kernel's OOM killer acts when it runs out. Read again whenever RSS rose ROOM_STEP.
+RESERVE_SHARE = 0.05
+LEAST_RESERVE = 64 * 1024 * 1024
+ROOM_STEP = 16 * 1024 * 1024
+#: A run is stopped for the machine only where its own rise holds at least this share of
+#: the memory the machine lost since it began: memory other processes took is theirs.
+HELD_SHARE = 0.5
 
 
 @dataclass
@@ -100,6 +110,12 @@ class WatchReport:
     threads: list[dict[str, Any]] = field(default_factory=list)
     stopped: bool = False
     samples: int = 0
+    #: Where a warm-up ran before the measured window: the RSS at the run's start, the
+    #: highest the warm-up reached and the RSS where the window began (its start); empty
+    #: where none ran. The rise, the peak and the lines above are the window's.
+    warmup: dict[str, float] = field(default_factory=dict)
+    #: Seconds from the watch's start to the window's (the timeline's clock).
+    window_at: float = 0.0
 
 
 @dataclass
@@ -119,6 +135,9 @@ class PeakWatch:
     ticks: list[Callable[[], None]] = field(default_factory=list)
     #: What the runaway's failure says beside the figures (the budget that set the ceiling).
     budget: dict[str, Any] = field(default_factory=dict)
+    #: Whether the workload is stopped before the machine, or its cgroup, runs out of
+    #: memory (see RESERVE_SHARE), whatever ``ceiling`` says.
+    machine: bool = False
 
     def start(self) -> None:
         """Begin watching the calling thread (:meth:`prepare`, then :meth:`begin`)."""
@@ -136,6 +155,7 @@ class PeakWatch:
         self._own_stack = ThreadStack(self._target)
         self._reader = MemoryReader()
         self._reader.refresh_stacks()
+        self._room = RoomReader() if self.machine else None
         # Opened here, not in the watch's thread once the run has begun: opening a file lets
         # go of the GIL, and a workload that then holds it in one long C call (json.loads)
         # would run to its end before the watch's first reading.
@@ -155,6 +175,11 @@ class PeakWatch:
         self._stopped = False
         self._halt = threading.Event()
         self._begin = threading.Event()
+        # Held by the watch's thread over each reading, and by rebase(): a reading is of
+        # one start, never half of each.
+        self._lock = threading.Lock()
+        self._epoch = 0
+        self._warmup: dict[str, float] = {}
         self._thread = threading.Thread(target=self._watch, name="membudget-peak-watch",
                                         daemon=True)
         self._thread.start()
@@ -165,6 +190,9 @@ class PeakWatch:
         self._start = self._peak = self._reader.read()
         self._highest = self._start.rss
         self._peak_at = 0.0
+        # The machine's guard counts from the run's start, warm-up and all.
+        self._room_start = self._room.read() if self._room is not None else None
+        self._run_start, self._room_next = self._start.rss, self._start.rss + ROOM_STEP
         # Each read of /proc lets go of the GIL, and the watch waits for it again: within
         # the default 5 ms that is tens of milliseconds a reading while the workload runs
         # Python. Restored at the end.
@@ -172,8 +200,23 @@ class PeakWatch:
         # The threads there are now, the watch's own among them, are not the workload's.
         self._seen.update(threading.enumerate())
         _announcing(self)
-        self._began = time.perf_counter()
+        self._began = self._window_began = time.perf_counter()
         self._begin.set()
+
+    def rebase(self) -> None:
+        """The measured window begins after a warm-up: the rise, the highest reading, the
+        lines and the ceiling count from here on (the warm-up is not measured), and what
+        the warm-up reached is kept as its own figures (WatchReport.warmup)."""
+        with self._lock:
+            reading = self._reader.read()
+            self._warmup = {"rss_start": self._start.rss, "highest": self._highest,
+                            "rss_end": reading.rss}
+            self._start = self._peak = reading
+            self._highest = reading.rss
+            self._window_began = time.perf_counter()
+            self._peak_at = self._window_began - self._began
+            self._lines, self._started, self._announced_lines = {}, {}, {}
+            self._epoch += 1
 
     @property
     def prepared(self) -> bool:
@@ -193,18 +236,22 @@ class PeakWatch:
         sys.setswitchinterval(self._switch)
         if not began:  # stopped before it began (a probe could not start)
             self._start = self._peak = self._reader.read(stacks=False)
-            self._highest, self._peak_at, self._began = self._start.rss, 0.0, time.perf_counter()
+            self._highest, self._peak_at = self._start.rss, 0.0
+            self._began = self._window_began = time.perf_counter()
         end = self._reader.read()
         self._reader.close()
+        if self._room is not None:
+            self._room.close()
         self._stack.close()
         self._own_stack.close()
         for key, line in self._announced_lines.items():
             self._started.setdefault(key, _Line(frames=key)).bytes += line.bytes
         return WatchReport(
             start=self._start, peak=self._peak, end=end, highest=self._highest,
-            seconds=time.perf_counter() - self._began, rose=self._rose(),
+            seconds=time.perf_counter() - self._window_began, rose=self._rose(),
             timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
-            stopped=self._stopped, samples=self._samples,
+            stopped=self._stopped, samples=self._samples, warmup=dict(self._warmup),
+            window_at=self._window_began - self._began,
             threads=[{**_describe(line), "threads": round(line.bytes)} for line in sorted(
                 self._started.values(), key=lambda line: line.bytes, reverse=True)])
 
@@ -216,61 +263,94 @@ class PeakWatch:
         if self._halt.is_set():
             read_rss.close()
             return
-        start = self._start.rss
-        attributed = start
-        next_reading = start + LEAST_COMPOSITION_STEP
+        start = attributed = next_reading = 0.0
+        epoch = -1
         sleep, clock, halted = time.sleep, time.perf_counter, self._halt.is_set
         count = threading.active_count
         threads = count()
         try:
             while not halted():
-                # The moment the GIL came back: RSS, the running line and, at a new step of
-                # the rise, the raw figures, before anything else (see MemoryReader.capture).
-                # The first reading comes straight after the start, not after a sleep: a
-                # workload that enters one long C call at once (json.loads) keeps the GIL
-                # from the watch's start, which gets it back when that call returns and must
-                # read then, before a sleep lets the workload run on.
-                rss = read_rss()
-                if rss > self._highest:
-                    where = self._frames() if rss - attributed >= RISE_STEP else None
-                    taken = self._reader.capture() if rss >= next_reading else None
-                    self._highest, self._peak_at = rss, clock() - self._began
-                    if where is not None:
-                        self._attribute(where, rss - attributed)
-                        attributed = rss
-                    if taken is not None:
-                        # The stacks after the capture (their files let go of the GIL):
-                        # threads come and go slowly beside the rest.
-                        self._reader.refresh_stacks()
-                        reading = self._reader.reading(taken)
-                        # A capture made again after C code freed memory meanwhile is of a
-                        # lower moment than the one it replaces: that one stands. So does it
-                        # where this one fell inside such a free (see _unmapping).
-                        if not reading.rss < self._peak.rss and not self._unmapping(reading):
-                            self._peak = reading
-                        next_reading = rss + max(LEAST_COMPOSITION_STEP,
-                                                 COMPOSITION_SHARE * (rss - start))
-                now_threads = count()
-                if now_threads > threads:
-                    # Threads' stacks are reserved where they are started: the line that
-                    # started them, not the one running when their pages were touched. The
-                    # measured thread's own starts say so themselves (announce); the others
-                    # (started by other threads, or not through Thread.start) go to the
-                    # line running now.
-                    fresh = self._unannounced()
-                    if fresh:
-                        self._attribute(self._frames(), fresh, self._started)
-                threads = now_threads
-                now = clock() - self._began
-                self._samples += 1
-                self._record(now, rss, traced())
-                for tick in self.ticks:
-                    tick()
-                if rss - start > self.ceiling and now - self._fired > REFIRE_SECONDS:
-                    self._stop_workload(rss, now)
+                with self._lock:
+                    if epoch != self._epoch:  # begun, or the window began after a warm-up
+                        epoch = self._epoch
+                        start = attributed = self._start.rss
+                        next_reading = start + LEAST_COMPOSITION_STEP
+                    attributed, next_reading, threads = self._read_once(
+                        read_rss, traced, start, attributed, next_reading, threads, clock,
+                        count)
                 sleep(INTERVAL)
         finally:
             read_rss.close()
+
+    def _read_once(self, read_rss: Callable[[], float], traced: Callable[[], float],
+                   start: float, attributed: float, next_reading: float, threads: int,
+                   clock: Callable[[], float], count: Callable[[], int]
+                   ) -> tuple[float, float, int]:
+        """One reading of the watch's thread: RSS, the running line and, at a new step of
+        the rise, the raw figures, before anything else (see MemoryReader.capture). The
+        first reading comes straight after the start, not after a sleep: a workload that
+        enters one long C call at once (json.loads) keeps the GIL from the watch's start,
+        which gets it back when that call returns and must read then, before a sleep lets
+        the workload run on. Returns the bookkeeping for the next reading."""
+        rss = read_rss()
+        if rss > self._highest:
+            where = self._frames() if rss - attributed >= RISE_STEP else None
+            taken = self._reader.capture() if rss >= next_reading else None
+            self._highest, self._peak_at = rss, clock() - self._began
+            if where is not None:
+                self._attribute(where, rss - attributed)
+                attributed = rss
+            if taken is not None:
+                # The stacks after the capture (their files let go of the GIL): threads
+                # come and go slowly beside the rest.
+                self._reader.refresh_stacks()
+                reading = self._reader.reading(taken)
+                # A capture made again after C code freed memory meanwhile is of a lower
+                # moment than the one it replaces: that one stands. So does it where this
+                # one fell inside such a free (see _unmapping).
+                if not reading.rss < self._peak.rss and not self._unmapping(reading):
+                    self._peak = reading
+                next_reading = rss + max(LEAST_COMPOSITION_STEP,
+                                         COMPOSITION_SHARE * (rss - start))
+        now_threads = count()
+        if now_threads > threads:
+            # Threads' stacks are reserved where they are started: the line that started
+            # them, not the one running when their pages were touched. The measured
+            # thread's own starts say so themselves (announce); the others (started by
+            # other threads, or not through Thread.start) go to the line running now.
+            fresh = self._unannounced()
+            if fresh:
+                self._attribute(self._frames(), fresh, self._started)
+        now = clock() - self._began
+        self._samples += 1
+        self._record(now, rss, traced())
+        for tick in self.ticks:
+            tick()
+        if now - self._fired > REFIRE_SECONDS:
+            if rss - start > self.ceiling:
+                self._stop_workload(rss, now, {"by": "ceiling"})
+            elif self._room is not None and rss >= self._room_next:
+                self._room_next = rss + ROOM_STEP
+                short = self._short_of_room(rss)
+                if short is not None:
+                    self._stop_workload(rss, now, short)
+        return attributed, next_reading, now_threads
+
+    def _short_of_room(self, rss: float) -> dict[str, Any] | None:
+        """Why the run must stop for the machine's sake, as data; None while the machine,
+        or the cgroup, has room: under RESERVE_SHARE of its total left, with this run's
+        rise holding HELD_SHARE of what it lost since the run began."""
+        assert self._room is not None
+        room, began = self._room.read(), self._room_start
+        if room is None or began is None:
+            return None
+        reserve = max(RESERVE_SHARE * room.total, LEAST_RESERVE)
+        lost = began.available - room.available
+        if room.available >= reserve or rss - self._run_start < HELD_SHARE * lost:
+            return None
+        return {"by": "machine", "room": room.available, "room_total": room.total,
+                "room_where": room.where, "reserve": reserve,
+                "run_rise": rss - self._run_start}
 
     def _unmapping(self, reading: MemoryReading) -> bool:
         """Whether a capture fell inside a free that C code made without the GIL (a ctypes
@@ -363,7 +443,7 @@ class PeakWatch:
         line.bytes += amount
         line.waiting = line.waiting or waiting
 
-    def _stop_workload(self, rss: float, now: float) -> None:
+    def _stop_workload(self, rss: float, now: float, why: dict[str, Any]) -> None:
         """Raise FootprintRunaway in the measured thread while it runs the workload: its
         first frame beneath the libraries is the user's own. In this plugin's code (its
         bookkeeping between calls) or pytest's (the failure being reported) the next reading
@@ -373,7 +453,7 @@ class PeakWatch:
             return
         FootprintRunaway.pending = {
             "rise": rss - self._start.rss, "ceiling": self.ceiling, "rss_start": self._start.rss,
-            "rss": rss, "seconds": now, "rose": self._rose(), **self.budget}
+            "rss": rss, "seconds": now, "rose": self._rose(), **self.budget, **why}
         self._fired = now
         self._stopped = True
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target),

@@ -26,6 +26,11 @@ class HeapProbe(Probe):
             tracemalloc.start(HEAP_FRAMES)  # with its peak at zero
             self._mark = TRACED_PEAK.open()
 
+    def before_window(self) -> None:
+        # The window's peak is its own: what the warm-up reached is not measured.
+        if self._mark is not None:
+            self._mark.reopen()
+
     def read(self) -> float:
         # The workload's peak since the latest sample, taken before the other probes' reads
         # (gc_objects lists every object): they are never the workload's peak.

@@ -24,6 +24,12 @@ class Mark:
         reset, and what earlier resets folded in)."""
         return max(self.folded, self.ledger.read())
 
+    def reopen(self) -> None:
+        """Hold from now on, as if opened now (the measured window begins after a warm-up):
+        the source starts again, and every other open mark keeps its peak so far."""
+        self.ledger.restart()
+        self.folded = -math.inf
+
     def close(self) -> float:
         """Stop holding; the peak at closing."""
         peak = self.peak()

@@ -44,9 +44,12 @@ class RssProbe(Probe):
     def before_window(self) -> None:
         if self.options.get("release_free_memory", True):
             release_free_memory()
+        # The window's peak is its own: what the warm-up reached is not measured.
+        if self._mark is not None:
+            self._mark.reopen()
 
     def peak(self) -> float | None:
-        """The kernel's high-water mark (VmHWM) since the probe started."""
+        """The kernel's high-water mark (VmHWM) since the measured window began."""
         return self._mark.peak() if self._mark is not None else None
 
     def start(self) -> None:

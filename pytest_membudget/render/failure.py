@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from pytest_membudget.measure.results import BudgetOutcome, MembudgetResult, ProbeResult
 
 
-def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
-    """One line saying what was measured against which budget."""
+def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult, warmup: int = 0) -> str:
+    """One line saying what was measured against which budget (``warmup``: the calls before
+    the measured window, whose end a rise is measured from)."""
     name, limit = outcome.probe, outcome.limit
     if outcome.kind is BudgetKind.SLOPE:
         lower, upper = probe.ci
@@ -31,10 +32,24 @@ def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult) -> str:
     if outcome.kind is BudgetKind.PEAK:
         return f"{name} peaked at {fmt(name, outcome.measured)}, budget {fmt(name, limit)}"
     if outcome.kind is BudgetKind.RISE:
-        return (f"{name} rose {fmt(name, outcome.measured)} above its start "
+        text = (f"{name} rose {fmt(name, outcome.measured)} above its start "
                 f"({fmt(name, probe.start)} -> peak {fmt(name, probe.peak)}), "
                 f"budget {fmt(name, limit)}")
+        return text + warmup_text(name, probe, warmup)
     return f"{name} grew {fmt(name, outcome.measured)} after warm-up, budget {fmt(name, limit)}"
+
+
+def warmup_text(name: str, probe: ProbeResult, warmup: int) -> str:
+    """Where a rise is measured from when a warm-up ran, and what the warm-up kept."""
+    if not warmup:
+        return ""
+    kept = probe.start - probe.run_start
+    calls = f"{warmup} call{'s' if warmup != 1 else ''}, not measured"
+    if not math.isfinite(kept):
+        return f"; the start is the end of the warm-up ({calls})"
+    moved = (f"which kept {fmt(name, kept)} above the run's first reading" if kept >= 0 else
+             f"after which it was {fmt(name, -kept)} below the run's first reading")
+    return f"; the start is the end of the warm-up ({calls}, {moved})"
 
 
 def strict_message(test: str, result: MembudgetResult) -> str:
@@ -48,7 +63,8 @@ def strict_message(test: str, result: MembudgetResult) -> str:
 
 def failure_reasons(result: MembudgetResult) -> list[str]:
     """One line per exceeded budget."""
-    return [describe_outcome(o, result.probes[o.probe]) for o in result.failures]
+    return [describe_outcome(o, result.probes[o.probe], result.warmup)
+            for o in result.failures]
 
 
 def failure_message(test: str, result: MembudgetResult, confidence: float) -> str:

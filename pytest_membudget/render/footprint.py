@@ -52,9 +52,9 @@ def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
 
 
 def composition_lines(found: dict[str, Any], left: dict[str, float] | None = None,
-                      indent: str = "  ") -> list[str]:
-    """The rise by kind, what was left of each when the call returned, and what to do about
-    the large ones."""
+                      indent: str = "  ", stopped: bool = False) -> list[str]:
+    """The rise by kind, what was left of each when the call returned (``stopped``: once
+    the stopped call's frames were let go), and what to do about the large ones."""
     rise = found.get("rise")
     untraced = "" if found.get("traced") else (
         " (not traced: numpy arrays, bytes and strings the run kept count as Python objects, "
@@ -79,7 +79,9 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
         lines = [f"{indent}what the rise was made of{untraced}:"]
     lines.append(f"{indent}  {kinds_line(found.get('kinds', {}), rise)}")
     if left is not None:
-        lines.append(f"{indent}  left when the call returned: {kinds_line(left)}")
+        when = ("once the stopped call's frames were let go" if stopped else
+                "when the call returned")
+        lines.append(f"{indent}  left {when}: {kinds_line(left)}")
     lines += [f"{indent}{advice}" for advice in remedies(found)]
     return lines
 
@@ -201,7 +203,9 @@ def type_lines(types: dict[str, Any]) -> list[str]:
     rows = types.get("rows") or []
     if not rows:
         return []
-    return ["  object types the run left alive (new since its start):",
+    since = ("since the run's start, warm-up included" if types.get("since") == "run" else
+             "since its start")
+    return [f"  object types the run left alive (new {since}):",
             *(f"    {row['type']}: +{row['count']:,}" for row in rows)]
 
 
@@ -218,7 +222,9 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
     if not evidence:
         return []
     census = evidence.get("census", {})
+    stopped = bool(evidence.get("stopped"))
     how = ("one more call, traced" if "traced_peak" in census else
+           "the watch's, read up to the stop; the call is not run again" if stopped else
            "from the run itself")
     lines = ["", f"Evidence at the peak ({how}; {evidence.get('seconds', 0):.2f} s):"]
     found = evidence.get("composition")
@@ -226,8 +232,9 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         return lines
     lines.append(f"  RSS rose {size(found.get('rise'))} ({size(found.get('rss_start'))} -> "
                  f"{size(found.get('rss_peak'))}) at its highest reading, "
-                 f"{evidence.get('peak_at', 0):.2f} s into the run")
-    lines += composition_lines(found, evidence.get("left"))
+                 f"{evidence.get('peak_at', 0):.2f} s into the "
+                 + ("measured call(s), after the warm-up" if evidence.get("warmup") else "run"))
+    lines += composition_lines(found, evidence.get("left"), stopped=stopped)
     entries = evidence.get("lines", [])
     if entries:
         lines.append("  alive at the peak, by line (tracemalloc at the traced peak; RSS while "
@@ -298,22 +305,38 @@ def budgets_text(budgets: list[dict[str, Any]]) -> str:
     return ", ".join(shown) or "-"
 
 
-def runaway_message(test: str, seen: dict[str, Any]) -> str:
-    """Why the workload was stopped: its RSS rise passed the hard ceiling."""
-    multiple = seen.get("multiple")
-    why = (f"{multiple:g}x the largest rss or uss rise or peak budget" if multiple else
-           "the ceiling set" if seen.get("size") else "the ceiling")
-    lines = [
-        f"membudget: {test} was stopped: RSS rose {size(seen.get('rise'))} above its start "
-        f"({size(seen.get('rss_start'))} -> {size(seen.get('rss'))}) after "
-        f"{seen.get('seconds', 0):.2f} s, past the hard ceiling of {size(seen.get('ceiling'))} "
-        f"({why}; set it with ceiling= in the marker or --membudget-ceiling, or 'off')",
-        "  the workload was stopped before the machine ran out of memory",
-    ]
+def runaway_message(test: str, seen: dict[str, Any],
+                    evidence: dict[str, Any] | None = None) -> str:
+    """Why the workload was stopped: the machine (or its cgroup) was running out of memory,
+    or its RSS rise passed the ceiling set; with the evidence read at the stop."""
+    if seen.get("by") == "machine":
+        limit = str(seen.get("room_where", "machine"))
+        limit = "the machine" if limit == "machine" else f"its {limit}"
+        lines = [
+            f"membudget: {test} was stopped before {limit} ran out of memory: "
+            f"{size(seen.get('room'))} of {size(seen.get('room_total'))} was left (under the "
+            f"reserve of {size(seen.get('reserve'))}), with RSS {size(seen.get('run_rise'))} "
+            f"above the run's start after {seen.get('seconds', 0):.2f} s",
+            "  a run is stopped before the kernel's OOM killer would act; set ceiling= in the "
+            "marker or --membudget-ceiling to stop sooner ('4x' the budget, a size) or "
+            "'off'"]
+    else:
+        multiple = seen.get("multiple")
+        why = (f"{multiple:g}x the largest rss or uss rise or peak budget" if multiple else
+               "the ceiling set" if seen.get("size") else "the ceiling")
+        lines = [
+            f"membudget: {test} was stopped: RSS rose {size(seen.get('rise'))} above its "
+            f"start ({size(seen.get('rss_start'))} -> {size(seen.get('rss'))}) after "
+            f"{seen.get('seconds', 0):.2f} s, past the hard ceiling of "
+            f"{size(seen.get('ceiling'))} ({why}; set it with ceiling= in the marker or "
+            "--membudget-ceiling: 'machine', the default, stops only before the machine "
+            "runs out of memory)"]
     where = seen.get("stopped_at") or {}
     if where:
         lines.append(f"  stopped at {short_path(where['file'])}:{where['line']} in "
                      f"{where['function']}: {where.get('code', '')}")
+    if evidence and evidence.get("composition"):
+        return "\n".join(lines + peak_lines(evidence))
     rose = seen.get("rose", [])
     if rose:
         lines.append("  RSS rose while these lines ran:")
@@ -349,9 +372,15 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
                for outcome in phase.get("failures", [])]
     lines = [f"membudget: {len(reasons)} phase budget(s) exceeded in {test}",
              *(f"  - {reason}" for reason in reasons)]
-    lines += phase_lines(phases)
+    return "\n".join(lines + phase_lines(phases) + phase_details(phases))
+
+
+def phase_details(phases: list[dict[str, Any]]) -> list[str]:
+    """For each phase that failed or was stopped: what its peak was made of, and the lines
+    that ran as it rose."""
+    lines: list[str] = []
     for phase in phases:
-        if phase.get("verdict") != "fail":
+        if phase.get("verdict") not in ("fail", "stopped"):
             continue
         lines += ["", f"  phase {phase['name']!r} at its peak:"]
         if phase.get("composition"):
@@ -366,7 +395,7 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
             lines.append("    RSS rose while these lines ran:")
             for entry in phase["rose"]:
                 lines += ["  " + line for line in rose_text(entry)]
-    return "\n".join(lines)
+    return lines
 
 
 def rose_text(entry: dict[str, Any], what: str | None = None, within: str = "in"

@@ -22,9 +22,12 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
     """Rows of the terminal summary for one test's report dict."""
     rows: list[tuple[str, ...]] = []
     for name, probe in data.get("probes", {}).items():
-        row: tuple[str, ...] = (nodeid, name, fmt(name, probe.get("slope"), per_iter=True),
-            bounds_text(name, probe.get("ci")), budget_text(name, probe.get("budgets", {})),
-            peak_text(name, probe), str(data.get("iterations", "")), probe["verdict"])
+        one_shot = footprint_only(probe)
+        row: tuple[str, ...] = (
+            nodeid, name, "-" if one_shot else fmt(name, probe.get("slope"), per_iter=True),
+            "-" if one_shot else bounds_text(name, probe.get("ci")),
+            budget_text(name, probe.get("budgets", {})), peak_text(name, probe),
+            str(data.get("iterations", "")), probe["verdict"])
         if verbose:
             row += (fmt(name, probe.get("growth")), str(data.get("warmup", "")),
                     stopped_text(data.get("stopped")))
@@ -40,6 +43,13 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
             row += (fmt("rss", phase.get("left")), "0", "phase")
         rows.append(row)
     return rows
+
+
+def footprint_only(probe: dict[str, Any]) -> bool:
+    """Whether every budget of a probe is a peak or a rise: its row shows how high it went,
+    not a slope (one call has none)."""
+    kinds = [kind for kind, limit in probe.get("budgets", {}).items() if limit is not None]
+    return bool(kinds) and all(BudgetKind(kind).footprint for kind in kinds)
 
 
 def peak_text(name: str, probe: dict[str, Any]) -> str:

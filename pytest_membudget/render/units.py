@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.frames import library_path
 from pytest_membudget.vocabulary import BudgetKind, ProbeKind, StopReason
 
 _BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
@@ -21,6 +22,7 @@ STOPPED = {
     StopReason.FIXED: "fixed count",
     StopReason.RUNNING: "cut short",
     StopReason.DISABLED: "measurement disabled",
+    StopReason.CEILING: "stopped at the ceiling, inside a call",
 }
 
 
@@ -88,6 +90,12 @@ def budget_text(probe: str, budgets: dict[str, Any]) -> str:
 
 
 def short_path(path: str) -> str:
+    """A file as a person reads it: a library's by its package path
+    (``numpy/_core/numeric.py``), the user's relative to the working directory where it is
+    under it; the full path stays in the JSON."""
+    package = library_path(path)
+    if package is not None:
+        return package
     try:
         relative = os.path.relpath(path)
     except ValueError:

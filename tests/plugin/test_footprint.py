@@ -4,10 +4,9 @@ peak watch reads this process's RSS, which an in-process inner run would share."
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from support.evidence_runs import LIBC_PRELUDE
+from support.footprint_runs import run
 
 TEMPORARY = """
 import numpy as np, pytest
@@ -27,22 +26,6 @@ def test_temporary(membudget):
 def test_within(membudget):
     membudget.run(phase)
 """
-
-
-def run(pytester: pytest.Pytester, source: str, *args: str,
-        only: tuple[str, ...] = ()) -> tuple[pytest.RunResult, dict]:
-    """Run ``source`` (its tests ``only``, where given) in a subprocess; the result and the
-    JSON report's tests by name."""
-    path = pytester.makepyfile(source)
-    report = pytester.path / "membudget.json"
-    chosen = [f"{path}::{name}" for name in only]
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
-                                           f"--membudget-json={report}", *args, *chosen)
-    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-    tests = json.loads(report.read_text())["tests"] if report.exists() else []
-    by_name = {t["nodeid"].split("::")[-1]: t for t in tests} if isinstance(tests, list) else {
-        nodeid.split("::")[-1]: t for nodeid, t in tests.items()}
-    return result, by_name
 
 
 #: The traced call's limit set out of reach, for tests about what the traced call shows: under

@@ -46,6 +46,9 @@ class CudaProbe(Probe):
 
     def before_window(self) -> None:
         assert self.source is not None
+        if self.mark is not None:  # the window's peak is its own, not the warm-up's
+            self.source.close_mark(self.mark)
+            self.mark = self.source.open_mark()
         if self.options.get("cuda_history"):
             self.source.start_history(trace=bool(self.options.get("cuda_peaks")))
 
@@ -53,7 +56,7 @@ class CudaProbe(Probe):
         return self.source.evidence() if self.source is not None else None
 
     def peak(self) -> float | None:
-        """The allocator's own peak of this figure since the run started (torch keeps it
+        """The allocator's own peak of this figure since the window began (torch keeps it
         between samples: a peak inside one call is seen)."""
         key = STAT_KEYS.get(self.name, "")
         if self.mark is None or self.source is None or not key.endswith(".current"):

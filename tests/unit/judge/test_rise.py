@@ -58,9 +58,20 @@ def test_what_the_marker_sets_stays() -> None:
     spec = build_spec(default_run(), (), {"rss_rise": "1 GiB", "warmup": 2}, W)
     assert (spec.run.iterations, spec.run.warmup) == (1, 2)
     spec = build_spec(default_run(), (), {"rss_rise": "1 GiB", "iterations": "auto"}, W)
-    assert spec.run.iterations is None and spec.run.warmup == default_run().warmup
+    assert spec.run.iterations is None and spec.run.warmup == 0
     spec = build_spec(default_run(iterations=30), (), {"rss_rise": "1 GiB"}, W)
     assert spec.run.iterations == 30
+
+
+def test_a_footprint_only_test_warms_up_only_as_its_marker_says() -> None:
+    # iterations=1 alone is one call: the default warm-up is a loop's, not a phase's.
+    spec = build_spec(default_run(), (), {"rss_rise": "1 GiB", "iterations": 1}, W)
+    assert (spec.run.iterations, spec.run.warmup) == (1, 0)
+    spec = build_spec(default_run(warmup=3), (), {"rss_rise": "1 GiB", "iterations": 4}, W)
+    assert (spec.run.iterations, spec.run.warmup) == (4, 0)
+    spec = build_spec(default_run(), (), {"rss_rise": "1 GiB", "iterations": 1, "warmup": 1},
+                      W)
+    assert (spec.run.iterations, spec.run.warmup) == (1, 1)
 
 
 def test_a_slope_beside_a_rise_keeps_the_auto_run() -> None:
