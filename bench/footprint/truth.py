@@ -59,7 +59,12 @@ def kinds_at_peak(plain: dict[str, Any], traced: dict[str, Any]) -> dict[str, fl
     python = max(min(float(traced["traced_peak"]), small + malloc_used, anon - stacks), 0.0)
     # Bytes malloc'd but not yet written are in use to glibc and not resident: not counted.
     native = max(min(malloc_used - python, anon - stacks - python), 0.0)
-    own = max(min(_rise(peak, start, "own_in_use"), anon - stacks - python - native), 0.0)
+    # An allocator's own high-water mark over the call counts, as VmHWM does for RSS: the
+    # sampler can read after a result was replaced (the old one given back to the pool, its
+    # pages kept), where the pool's figures no longer show both alive.
+    in_use = max(_rise(peak, start, "own_in_use"),
+                 _rise(plain["after"], start, "own_pool_peak"))
+    own = max(min(in_use, anon - stacks - python - native), 0.0)
     room = max(anon - python - native - own - stacks, 0.0)
     glibc_free = min(max(_rise(peak, start, "malloc_free_chunks")
                          + _rise(peak, start, "malloc_top_main"), 0.0), room)

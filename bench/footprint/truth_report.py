@@ -123,7 +123,12 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
            f"repeat, without the plugin; Python {meta['python']}, {libraries}; load average "
            f"{meta['load_before']} before and {meta['load_after']} after. MiB throughout. "
            "The cold call is the first after the setup; the warm call the one after it (the "
-           "cold call is its warm-up), its rise from its own start.", "",
+           "cold call is its warm-up), its rise from its own start."]
+    for again in meta.get("remeasured", []):
+        out.append(f"Measured again on {again['date']} ({again['repeats']} repeats, load "
+                   f"average {again['load_before']} before, {again['load_after']} after): "
+                   f"{', '.join(again['shapes'])}.")
+    out += ["",
            "## Declarations", ""]
     for r in results:
         if "skipped" in r:
