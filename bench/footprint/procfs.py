@@ -10,7 +10,8 @@ grade the plugin with its own ruler.
   touched) and those at the top of each arena (a new thread's arena is mostly untouched);
 - pymalloc's arenas (``sys._debugmallocstats``): bytes in blocks in use and free;
 - thread stacks: the mappings that hold each thread's stack pointer (read from
-  ``/proc/self/task/<tid>/syscall``), their resident bytes from ``/proc/self/smaps``.
+  ``/proc/self/task/<tid>/syscall``), their resident bytes from ``/proc/self/smaps``;
+- an allocator's own figures where a shape has a reader for them (pyarrow's memory pool).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 #: /proc/self/status fields read, in kB except Threads.
@@ -167,9 +169,19 @@ def read_stacks(exclude: frozenset[int] = frozenset()) -> dict[str, int]:
     return {"stacks_resident": resident, "stacks_reserved": reserved, "stacks_counted": counted}
 
 
-def full_reading(exclude: frozenset[int] = frozenset()) -> dict[str, Any]:
+#: A reader of an allocator's own figures (bytes by name), read beside glibc's.
+Extra = Callable[[], dict[str, int]]
+
+
+def read_extra(extra: Extra | None) -> dict[str, int]:
+    """An allocator's own figures, each prefixed ``own_`` (nothing without a reader)."""
+    return {} if extra is None else {f"own_{key}": value for key, value in extra().items()}
+
+
+def full_reading(exclude: frozenset[int] = frozenset(),
+                 extra: Extra | None = None) -> dict[str, Any]:
     return {"t": time.perf_counter(), **read_status(), **read_malloc(), **read_pymalloc(),
-            **read_stacks(exclude)}
+            **read_stacks(exclude), **read_extra(extra)}
 
 
 def reset_high_water_mark() -> None:
@@ -184,7 +196,7 @@ def trim() -> None:
 #: Allocator figures that account for resident memory (a reading that accounts for more of
 #: the same RSS is taken at a steadier moment).
 ACCOUNTED = ("malloc_used", "malloc_free_chunks", "pymalloc_used", "pymalloc_free", "file",
-             "shmem", "stacks_resident")
+             "shmem", "stacks_resident", "own_in_use")
 
 
 class PeakSampler(threading.Thread):
@@ -201,8 +213,10 @@ class PeakSampler(threading.Thread):
     them, cannot."""
 
     def __init__(self, interval: float = 0.001, slow_every: float = 0.005,
-                 tolerance: int = 1 << 20, near: float = 0.02) -> None:
+                 tolerance: int = 1 << 20, near: float = 0.02,
+                 extra: Extra | None = None) -> None:
         super().__init__(name="footprint-peak-sampler", daemon=True)
+        self.extra = extra
         self.interval = interval
         self.slow_every = slow_every
         self.tolerance = tolerance
@@ -268,7 +282,7 @@ class PeakSampler(threading.Thread):
             return None
         if slow is not self._slow:
             self._slow, self._slow_at = slow, now
-        return {"t": now, **again, **allocators, **self._slow}
+        return {"t": now, **again, **allocators, **self._slow, **read_extra(self.extra)}
 
     def _sample_stacks(self, threads: int, now: float) -> None:
         if threads <= self.start_threads or threads < self._most_threads:

@@ -7,7 +7,9 @@ list of results is read too). A result has ``passed``, ``seconds``, ``probes`` (
 ``start``, ``peak``, ``rise``), ``failures`` and, after a failing ``_rise`` or ``_peak``
 budget, ``peak_evidence`` with ``lines`` (largest first; ``via_file``/``via_line`` name the
 user's line when the allocating line is a library's) and ``composition`` (``kinds`` in
-bytes, ``dominant``). Missing keys score as wrong, with the reason.
+bytes, ``dominant``, ``rise``); a run stopped at the hard ceiling has ``runaway`` (the
+watch's figures; ``rose``, the lines where RSS rose) instead. Missing keys score as wrong,
+with the reason.
 """
 
 from __future__ import annotations
@@ -17,16 +19,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+MiB = 1 << 20
+
+
+#: The reported rise is right within this share of the ground truth's rise.
+RISE_TOLERANCE = 0.05
+#: The composition's kinds add up to its rise within this share (and none is over it).
+SHARES_TOLERANCE = 0.05
+
 
 @dataclass(frozen=True)
 class Expected:
-    """What a shape declares (shapes.Shape, reduced to what scoring needs)."""
+    """What a shape declares (protocol.Shape, reduced to what scoring needs), and the
+    ground truth's rise of the call the run measures (None: not known)."""
 
     fails: bool
     kind: str | None
     state: str | None
     source: str
     peak_lines: tuple[int, ...]
+    truth_rise: float | None = None
 
 
 @dataclass
@@ -37,6 +49,13 @@ class Score:
     verdict: str  # "F" failed, "." passed, "E" error (no result for the test)
     verdict_right: bool
     rise: float | None = None
+    #: Within RISE_TOLERANCE of the ground truth's rise of the measured call.
+    rise_right: bool | None = None
+    #: Stopped at the hard ceiling (the result has ``runaway``).
+    stopped: bool = False
+    #: The composition's shares add up to its rise, none over 100% (None: no composition).
+    shares_right: bool | None = None
+    shares: str = ""
     line_named: str = ""
     line_right: bool | None = None
     kind_named: str | None = None
@@ -130,6 +149,41 @@ def _score_kind(score: Score, evidence: Mapping[str, Any], expected: Expected) -
         score.kind_bytes = float(kinds[score.kind_named])
 
 
+def _score_shares(score: Score, evidence: Mapping[str, Any]) -> None:
+    composition = evidence.get("composition")
+    if not isinstance(composition, Mapping) or not composition.get("kinds"):
+        return
+    kinds = {str(k): float(v) for k, v in composition["kinds"].items() if v is not None}
+    rise = composition.get("rise") or score.rise
+    if not rise or rise <= 0:
+        return
+    shares = {kind: value / float(rise) for kind, value in kinds.items()}
+    total = sum(shares.values())
+    over = [kind for kind, share in shares.items() if share > 1.0 + 1e-9]
+    score.shares_right = not over and abs(total - 1.0) <= SHARES_TOLERANCE
+    largest = sorted(shares.items(), key=lambda item: -item[1])[:3]
+    score.shares = (f"sum {total:.0%}: " + ", ".join(f"{k} {v:.0%}" for k, v in largest
+                                                        if abs(v) >= 0.005))
+
+
+def _score_stop(score: Score, runaway: Mapping[str, Any], expected: Expected) -> None:
+    """A run stopped at the ceiling: its lines are where RSS rose; it names no kind and no
+    state (scored wrong)."""
+    score.stopped = True
+    score.notes.append(f"stopped at the hard ceiling of {runaway.get('ceiling', 0) / MiB:.0f} "
+                       f"MiB, RSS {runaway.get('rise', 0) / MiB:.0f} MiB above its start")
+    rose = runaway.get("rose") or []
+    score.kind_right = score.state_right = False
+    file = rose[0].get("file") if rose else None
+    number = rose[0].get("line") if rose else None
+    if not file or number is None:
+        score.line_right = False
+        return
+    score.line_named = f"{os.path.basename(str(file))}:{number}"
+    score.line_right = same_file(str(file), expected.source) and int(
+        number) in expected.peak_lines
+
+
 def score_result(entry: Mapping[str, Any] | None, expected: Expected,
                  probe: str = "rss") -> Score:
     """Score one test's result against the shape's declaration."""
@@ -138,6 +192,13 @@ def score_result(entry: Mapping[str, Any] | None, expected: Expected,
     verdict = _verdict(entry)
     score = Score(verdict, verdict == ("F" if expected.fails else "."),
                   rise=_rise(entry, probe), seconds=entry.get("seconds"))
+    if expected.truth_rise and score.rise is not None and expected.fails:
+        score.rise_right = abs(score.rise - expected.truth_rise) <= (
+            RISE_TOLERANCE * expected.truth_rise)
+    runaway = entry.get("runaway")
+    if isinstance(runaway, Mapping) and runaway:
+        _score_stop(score, runaway, expected)
+        return score
     if verdict != "F":
         return score
     evidence = entry.get("peak_evidence")
@@ -148,4 +209,5 @@ def score_result(entry: Mapping[str, Any] | None, expected: Expected,
     score.evidence_seconds = evidence.get("seconds")
     _score_line(score, evidence, expected)
     _score_kind(score, evidence, expected)
+    _score_shares(score, evidence)
     return score

@@ -1,10 +1,12 @@
 """A check of ``scoring.py`` on a hand-made report (``sample_report.json``, in the shape the
-plugin's ``--membudget-json`` writes), kept beside the benchmark rather than in the plugin's
+plugin's ``--membudget-json`` writes) and of ``failure_text.py`` on pytest's output of two
+footprint failures (``sample_failure.txt``), kept beside the benchmark rather than in the plugin's
 test suite. Run it with ``python bench/footprint/scoring_check.py`` (or name the file to
 pytest)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -13,8 +15,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import scoring  # noqa: E402 - the folder above is not a package
+import failure_text  # noqa: E402 - the folder above is not a package
+import scoring  # noqa: E402
 import shapes  # noqa: E402
+
+MiB = 1 << 20
 
 
 def expected(name: str) -> scoring.Expected:
@@ -27,8 +32,10 @@ def sample() -> dict[str, dict[str, Any]]:
     """The sample report's tests by shape name, with the placeholders for shapes.py's path
     and the numpy temporary's first peak line filled in."""
     source, lines = shapes.SHAPES["numpy_temporary"].peak_lines()
+    cache_line = shapes.SHAPES["small_array_cache"].peak_lines()[1][0]
     text = (HERE / "sample_report.json").read_text()
     text = text.replace("{shapes}", source).replace('"{numpy_temporary}"', str(lines[0]))
+    text = text.replace('"{small_array_cache}"', str(cache_line))
     document = json.loads(text)
     return {entry["nodeid"].split("::test_")[1]: entry for entry in scoring.tests_of(document)}
 
@@ -80,6 +87,47 @@ def test_no_result_and_a_list_of_tests_are_read() -> None:
     listed = scoring.tests_of({"tests": [{"passed": True}]})
     assert listed == [{"passed": True}]
     assert scoring.tests_of({}) == []
+
+
+def test_the_rise_is_right_within_5_percent_of_the_measured_call() -> None:
+    close = dataclasses.replace(expected("numpy_temporary"), truth_rise=152 * MiB)
+    assert scoring.score_result(sample()["numpy_temporary"], close).rise_right is True
+    far = dataclasses.replace(expected("numpy_temporary"), truth_rise=140 * MiB)
+    assert scoring.score_result(sample()["numpy_temporary"], far).rise_right is False
+    assert scoring.score_result(sample()["numpy_temporary"],
+                                expected("numpy_temporary")).rise_right is None
+
+
+def test_shares_over_100_percent_or_not_adding_up_score_wrong() -> None:
+    right = scoring.score_result(sample()["numpy_temporary"], expected("numpy_temporary"))
+    assert right.shares_right is True and right.shares.startswith("sum 99%")
+    over = scoring.score_result(sample()["million_dicts"], expected("million_dicts"))
+    assert over.shares_right is False and "python 109%" in over.shares
+    assert over.evidence_seconds == 1.4
+
+
+def test_a_stopped_run_names_its_line_and_no_kind_or_state() -> None:
+    score = scoring.score_result(sample()["small_array_cache"], expected("small_array_cache"))
+    assert score.stopped is True and score.verdict == "F" and score.verdict_right is True
+    assert score.line_right is True
+    assert score.kind_right is False and score.state_right is False
+    assert any("stopped at the hard ceiling of 195 MiB" in note for note in score.notes)
+    assert scoring.score_result(sample()["clean"], expected("clean")).stopped is False
+
+
+def test_a_failure_text_gives_one_line_per_cause() -> None:
+    output = (HERE / "sample_failure.txt").read_text()
+    text = failure_text.failure_section(output, "test_w1")
+    assert text.startswith("membudget = <membudget")
+    found = failure_text.causes(text)
+    assert found["header"].startswith("1 iteration measured after 1 warm-up")
+    assert found["rise"].startswith("- rss rose 99.8 MiB above its start")
+    assert found["made_of"].endswith("native heap in use 98 MiB (100%)")
+    assert found["first_line"].startswith("test_x.py:5: 100 MiB in 4 blocks, transient")
+    assert found["evidence"].startswith("Evidence at the peak (one more call, traced; 0.45 s)")
+    stopped = failure_text.causes(failure_text.failure_section(output, "test_stop"))
+    assert "was stopped: RSS rose 89.2 MiB" in stopped["stop"] and stopped["rise"] == ""
+    assert stopped["first_line"] == "test_x.py:10: 89.2 MiB"
 
 
 def main() -> int:

@@ -26,104 +26,27 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import inspect
 import json
-import os
-import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from protocol import DATA_DIR, HELD, MiB, Shape, corpus_names, data_file, registrar
 
-MiB = 1 << 20
+__all__ = ["DATA_DIR", "HELD", "SHAPES", "TARGET", "MiB", "Shape", "corpus"]
+
 #: The rise each sizeable shape aims at.
 TARGET = 150 * MiB
-#: Files the setups make once and reuse (their names carry their sizes).
-DATA_DIR = Path(tempfile.gettempdir()) / "membudget-footprint-bench"
-PEAK_MARK = "# PEAK LINE"
-
-#: Where retained shapes keep what they build; each shape drops its own entry first, so a
-#: second call (the plugin's traced rerun) replaces the first call's memory, not adds to it.
-HELD: dict[str, Any] = {}
-
-Setup = Callable[[], tuple[Any, ...]]
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One shape of the corpus and what it declares about its peak."""
-
-    name: str
-    func: Callable[..., Any]
-    #: The dominant kind of memory at the peak (None for the clean case).
-    kind: str | None
-    #: "transient" (freed before the call returns) or "retained" (None for the clean case).
-    state: str | None
-    setup: Setup | None = None
-    #: Whether ``rss_rise`` at half the shape's rise must fail it (the clean case passes).
-    fails: bool = True
-    #: A module the shape needs that may be missing (the bench skips the shape without it).
-    needs: str | None = None
-    #: Measured by default (a shape outside the corpus runs only when named).
-    in_corpus: bool = True
-
-    @property
-    def doc(self) -> str:
-        return inspect.cleandoc(self.func.__doc__ or "").split("\n\n")[0].replace("\n", " ")
-
-    def arguments(self) -> tuple[Any, ...]:
-        return self.setup() if self.setup is not None else ()
-
-    def peak_lines(self) -> tuple[str, list[int]]:
-        """The shape's source file and the numbers of its ``# PEAK LINE`` lines."""
-        lines, first = inspect.getsourcelines(self.func)
-        marked = [first + offset for offset, text in enumerate(lines)
-                  if text.rstrip().endswith(PEAK_MARK)]
-        return os.path.realpath(inspect.getsourcefile(self.func) or ""), marked
-
-    def available(self) -> str | None:
-        """Why the shape cannot run here, or None."""
-        if self.needs is None:
-            return None
-        try:
-            __import__(self.needs)
-        except ImportError:
-            return f"{self.needs} is not installed (pip install {self.needs})"
-        return None
-
 
 SHAPES: dict[str, Shape] = {}
-
-
-def shape(kind: str | None, state: str | None, *, setup: Setup | None = None,
-          fails: bool = True, needs: str | None = None, in_corpus: bool = True
-          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        SHAPES[func.__name__] = Shape(func.__name__, func, kind, state, setup, fails, needs,
-                                      in_corpus)
-        return func
-    return register
+shape = registrar(SHAPES)
 
 
 def corpus() -> list[str]:
     """The shapes measured by default, in order."""
-    return [name for name, each in SHAPES.items() if each.in_corpus]
-
-
-def _data_file(name: str, write: Callable[[Path], None]) -> Path:
-    """``DATA_DIR / name``, written once: to a private name first and renamed, so a run
-    beside this one never reads half a file."""
-    path = DATA_DIR / name
-    if not path.exists():
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        partial = DATA_DIR / f".{name}.{os.getpid()}"
-        write(partial)
-        partial.replace(path)
-    return path
+    return corpus_names(SHAPES)
 
 
 # --- Python objects -------------------------------------------------------------------------
@@ -207,7 +130,7 @@ def _csv_file() -> tuple[Path]:
         frame.insert(0, "key", values[:, 0] % 1000)
         frame.drop(columns="c0").to_csv(path, index=False)
 
-    path = _data_file(f"table_{rows}x{columns}.csv", write)
+    path = data_file(f"table_{rows}x{columns}.csv", write)
     pd.read_csv(path, nrows=100).groupby("key").mean()  # pandas' first call, unmeasured
     return (path,)
 
@@ -303,7 +226,7 @@ def fragmented_heap() -> int:
 # --- File-backed pages ----------------------------------------------------------------------
 
 def _npy_file() -> tuple[Path]:
-    path = _data_file(f"array_{TARGET}.npy",
+    path = data_file(f"array_{TARGET}.npy",
                       lambda p: np.save(p.open("wb"), np.ones(TARGET // 8)))
     np.load(path, mmap_mode="r")  # the loader's first call: header parsing, no pages read
     return (path,)
