@@ -14,7 +14,10 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_membudget.settings import Option
 
 PAGE = Path(__file__).resolve().parents[1] / "reference.md"
 HEADERS_OPTIONS = ("ini key", "command-line flag", "marker keyword", "default", "meaning")
@@ -23,7 +26,7 @@ HEADERS_PROBES = ("probe", "unit", "resolution", "what it reads")
 PLAIN = ("-", "(flag only)", "(none)")
 
 
-def _default(option: Any) -> str:
+def _default(option: Option) -> str:
     default = option.default
     if default is None or default == "" or default == ():
         return "(none)"
@@ -32,7 +35,7 @@ def _default(option: Any) -> str:
     return str(default)
 
 
-def _flag(option: Any) -> str:
+def _flag(option: Option) -> str:
     if option.kind == "bool":
         negative = option.negative_flag
         return option.flag + (f", {negative}" if negative else "")
@@ -49,7 +52,7 @@ def option_rows() -> list[tuple[str, ...]]:
     from pytest_membudget.judge.spec import RUN_KEYS
     from pytest_membudget.settings import OPTIONS
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for option in OPTIONS:
         ini = "(flag only)" if option.flag_only else option.ini
         marker = f"{option.key}=" if option.key in RUN_KEYS else "-"
@@ -61,7 +64,7 @@ def probe_rows() -> list[tuple[str, ...]]:
     """One row per catalogued probe: (name, unit, resolution, description)."""
     from pytest_membudget.catalog import PROBES
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for info in PROBES.values():
         if info.relative_resolution and not info.resolution:
             resolution = f"{info.relative_resolution * 100:g} % of the median iteration time"
