@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(HERE / "_scripts"))
 
 from pytest_membudget import __version__  # noqa: E402
@@ -18,10 +17,10 @@ copyright = "pytest-membudget developers"
 release = __version__
 version = __version__
 
-extensions = ["myst_parser", "membudget_reference"]
+extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
 master_doc = "index"
-exclude_patterns = ["_build", "_ext", "_scripts", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_scripts", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 html_theme = "furo"

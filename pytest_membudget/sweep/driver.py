@@ -68,7 +68,7 @@ class ScreenMeasurement(Measurement):
     where the screen reads ``malloc``, which sees growth that reuses free memory byte for
     byte. Handed back, the pages the first measured calls fault in again read as RSS growth
     of a page or more, which kept the screens of clean slow tests going (each a subprocess
-    run of 30 to 80 ms on multidict's suite: docs/sweep.md)."""
+    run of 30 to 80 ms on multidict's suite: docs/design/sweep.md)."""
 
     @classmethod
     def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
@@ -444,7 +444,7 @@ _primed = False
 
 def _prime_screen(spec: BudgetSpec) -> None:
     """Screen an empty body twice per process before the first real screen. A process's
-    first screen reads its own first-time costs as growth on every call (docs/sweep.md gives
+    first screen reads its own first-time costs as growth on every call (docs/design/sweep.md gives
     the figures); under pytest-xdist that would be a different test on each worker."""
     global _primed
     if not _primed:

@@ -5,7 +5,7 @@ A screen is a fixed, short run sampled after every call, garbage collected befor
 (see measure/probeset.py). The rule is CPython's leak hunter's (``regrtest -R``), which calls a
 leak when every delta after the warm-up is at least one: a leak grows on every call, while a
 clean test's counters come back to the same value, or wander up and down. The figures behind
-the length and the thresholds are in docs/sweep.md (measured with bench/sweep.py).
+the length and the thresholds are in docs/design/sweep.md (measured with bench/sweep.py).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def settle_points(calls: int, slow: bool = False) -> tuple[int, ...]:
     of the default length or shorter reads after its first call as well: a clean one stops
     there when nothing moved, one call sooner; what it forgoes is a thread or descriptor
     kept on its second call and not its first. A longer screen, asked for to see such leaks,
-    does not. docs/sweep.md gives the figures."""
+    does not. docs/design/sweep.md gives the figures."""
     first = 2 if calls <= SCREEN_CALLS else calls // 2
     points = tuple(range(first, calls, first))
     if slow and SLOW_READING < calls <= SCREEN_CALLS:
@@ -135,7 +135,7 @@ def left_out(reading: int) -> bool:
     rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
     its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
     one after a slow test's first reading (SLOW_READING), which is judged: leaving it out as
-    well flagged more clean screens on the screening data (docs/sweep.md)."""
+    well flagged more clean screens on the screening data (docs/design/sweep.md)."""
     return reading != SLOW_READING
 
 

@@ -85,13 +85,21 @@ def per_call(probe: str, value: float | None) -> str:
     return fmt(probe, value, per_iter=True).replace("/iter", "/call")
 
 
+def _own(data: Mapping[str, Any]) -> bool:
+    """Whether a listed leak is a test's own budgets failing, not a leak the sweep found."""
+    return data.get("verdict") == SweepVerdict.OWN_BUDGETS.value
+
+
 def leak_rows(records: Records) -> list[tuple[str, ...]]:
+    """One row per failing probe of each leaking test; a test that failed its own budgets
+    says so beside its node id."""
     rows: list[tuple[str, ...]] = []
     for nodeid, leaks in _leaking(records):
+        test = f"{nodeid} (own budgets)" if _own(records[nodeid]) else nodeid
         for i, probe in enumerate(leaks["probes"]):
             name = probe["probe"]
             rows.append((
-                nodeid if i == 0 else "", name, per_call(name, probe.get("slope")),
+                test if i == 0 else "", name, per_call(name, probe.get("slope")),
                 f"[{fmt(name, probe.get('lower'))}, {fmt(name, probe.get('upper'))}]",
                 evidence_text(leaks.get("evidence")) if i == 0 else ""))
     return rows
@@ -170,8 +178,7 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
             for verdict, reasons in unseen.items()))
     rows = leak_rows(records)
     if rows:
-        action = "failed" if mode is SweepMode.FAIL else "reported only (nothing failed)"
-        lines += ["", f"leaking tests, ranked by growth per call ({action}):",
+        lines += ["", leak_title(records, mode),
                   *("  " + line for line in table(rows, LEAK_HEADER))]
     lists = (
         (SweepVerdict.NOT_REPEATABLE, "not repeatable (the first outcome stands)", reason_text),
@@ -188,6 +195,23 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
             lines += ["", "flagged by the screen, then clean:",
                       *(f"  {n}: {passed_text(records[n])}" for n in passed)]
     return lines
+
+
+def leak_title(records: Records, mode: SweepMode) -> str:
+    """The line above the leak table: how many tests it lists, and what became of them. The
+    sweep's own finds fail only in ``fail`` mode; a test's own budgets fail it in either."""
+    leaking = [nodeid for nodeid, _ in _leaking(records)]
+    own = sum(1 for nodeid in leaking if _own(records[nodeid]))
+    found = len(leaking) - own
+    fates = []
+    if found:
+        fates.append(f"{found} found by the sweep, "
+                     + ("failed" if mode is SweepMode.FAIL else "reported only (not failed)"))
+    if own:
+        fates.append(f"{own} failed on {'its' if own == 1 else 'their'} own budgets")
+    tests = "test" if len(leaking) == 1 else "tests"
+    return (f"{len(leaking)} leaking {tests}, ranked by growth per call, one row per failing "
+            f"probe: {'; '.join(fates)}")
 
 
 def not_looked_at(records: Records) -> dict[str, dict[str, int]]:

@@ -68,7 +68,8 @@ def test_summary_counts_the_table_and_the_lists() -> None:
     assert lines[0] == ("membudget sweep (fail): 5 test(s) repeated in place, 3 flagged by the "
                         "screen, 3 leaking, 1 cut short, 1 not repeatable")
     text = "\n".join(lines)
-    assert "leaking tests, ranked by growth per call (failed):" in text
+    assert ("3 leaking tests, ranked by growth per call, one row per failing probe: 3 found by "
+            "the sweep, failed") in text
     assert "t.py::test_once: repeat 1 raised AssertionError: assert 2 == 1" in text
     assert "t.py::test_slow: not screened: one call takes 2.5 s, too long for the screen" in text
     # -q keeps the table and the cut-short tests, not the list of tests not repeated.
@@ -109,3 +110,40 @@ def test_an_inconclusive_test_names_the_bounded_cache_that_holds_its_growth() ->
     assert ("t.py::test_fill: growth held by a bounded cache still filling: m.entry "
             "(functools.lru_cache): 75 of 300 entries, +1/call, full in about 225 calls") in text
     assert "t.py::test_other: the full verdict did not settle" in text
+
+
+def own_budget_failure(probe: str, slope: float) -> dict[str, Any]:
+    """A test with its own marker whose budget failed: listed with the sweep's leaks."""
+    record = leak(probe, slope, None)
+    record.update(verdict="own budgets", flagged={}, calls=0)
+    return record
+
+
+def test_the_table_title_counts_its_tests_and_says_which_failed() -> None:
+    # Two leaks the sweep found (one with three failing probes: three rows) and two tests
+    # that failed on their own budgets, which fail in report mode too.
+    records = {
+        "t.py::test_found": leak("py_blocks", 1.0, 65536.0),
+        "t.py::test_found_too": leak("py_blocks", 2.0, 128.0),
+        "t.py::test_own": own_budget_failure("gc_objects", 3.0),
+        "t.py::test_own_too": own_budget_failure("threads", 1.0),
+    }
+    records["t.py::test_found"]["leaks"]["probes"] += [
+        {"probe": "malloc", "unit": "B", "slope": 65536.0, "lower": 65000.0, "upper": 66000.0},
+        {"probe": "rss", "unit": "B", "slope": 65536.0, "lower": 65000.0, "upper": 66000.0}]
+    report = "\n".join(summary_lines(records, SweepMode.REPORT, 0))
+    assert "nothing failed" not in report, report
+    assert ("4 leaking tests, ranked by growth per call, one row per failing probe: 2 found by "
+            "the sweep, reported only (not failed); 2 failed on their own budgets") in report
+    assert "t.py::test_own (own budgets)" in report
+    assert "t.py::test_found (own budgets)" not in report
+    failing = "\n".join(summary_lines(records, SweepMode.FAIL, 0))
+    assert "2 found by the sweep, failed; 2 failed on their own budgets" in failing
+    # The sweep's finds alone: the title says what became of them, and how many they are.
+    found = {k: v for k, v in records.items() if "own" not in k}
+    assert ("2 leaking tests, ranked by growth per call, one row per failing probe: 2 found "
+            "by the sweep, reported only (not failed)") in "\n".join(
+                summary_lines(found, SweepMode.REPORT, 0))
+    one = {"t.py::test_own": records["t.py::test_own"]}
+    assert "1 leaking test, ranked by growth per call, one row per failing probe: 1 failed on "\
+        "its own budgets" in "\n".join(summary_lines(one, SweepMode.REPORT, 0))
