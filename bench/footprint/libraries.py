@@ -266,20 +266,20 @@ WORKERS = 8
 WORKER_BYTES = 19 * MiB
 
 
-def _hold_at_barrier(index: int, barrier: threading.Barrier) -> float:
-    block = np.full(WORKER_BYTES // 8, float(index))  # PEAK LINE
-    barrier.wait()
-    return float(block[0])
-
-
 @shape("python", "transient")
 def thread_pool_barrier() -> float:
     """Eight workers of a ``ThreadPoolExecutor``, each holding a 19 MiB ``np.full`` until
     all eight hold theirs (a ``threading.Barrier``): 152 MiB allocated in the workers,
     freed before the call returns."""
     barrier = threading.Barrier(WORKERS)
+
+    def hold_at_barrier(index: int) -> float:  # the workers' own function, in the shape's
+        block = np.full(WORKER_BYTES // 8, float(index))  # PEAK LINE
+        barrier.wait()
+        return float(block[0])
+
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = [pool.submit(_hold_at_barrier, i, barrier) for i in range(WORKERS)]
+        futures = [pool.submit(hold_at_barrier, i) for i in range(WORKERS)]
         return sum(future.result() for future in futures)
 
 

@@ -55,6 +55,12 @@ class MemoryReading:
     stacks_counted: int = 0
     #: Memory blocks the interpreter has allocated (sys.getallocatedblocks): every object.
     blocks: float = NAN
+    #: The allocators libraries bring (probes/allocators.py): bytes in use, and their own
+    #: high-water mark (0 where none says it).
+    pooled: float = 0.0
+    pooled_peak: float = 0.0
+    #: Those allocators' names, each with what to do about the free memory it keeps.
+    pools: tuple[tuple[str, str], ...] = ()
 
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
@@ -83,73 +89,95 @@ def traced_rise(start: MemoryReading, peak: MemoryReading) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class Kinds:
+    """A rise by kind (KINDS, each >= 0, adding up to the resident rise), and the memory in
+    use beyond it: ``reused``, free memory the allocators kept from earlier work and the
+    rise used again (no page came new); ``untouched``, allocated and not yet resident."""
+
+    kinds: dict[str, float]
+    reused: float = 0.0
+    untouched: float = 0.0
+    #: Of ``native``, the rise in use in the allocators libraries bring; of
+    #: ``allocator_free``, what they held and keep free.
+    pooled: float = 0.0
+    pool_kept: float = 0.0
+
+
 def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None = None,
-               large: float = 0.0) -> tuple[dict[str, float], float]:
-    """The rise from ``start`` to ``peak`` by kind, and the bytes allocated but not resident.
-    ``traced``: tracemalloc's rise at the peak, from a traced rerun of the same work where the
-    readings were taken untraced (tracing changes what it measures: its own tables are as
-    large as the objects of a heap of small ones); by default the readings' own.
-    ``large``: the bytes of the large data objects known to be alive at the peak (numpy
-    arrays, bytes and strings over 512 B that the run kept to its end), moved from the
-    native heap to Python's as far as the Python share does not hold them already."""
+               large: float = 0.0, least: float = 0.0) -> Kinds:
+    """The rise from ``start`` to ``peak`` by kind. ``traced``: tracemalloc's rise at the
+    peak, from a traced rerun of the same work where the readings were taken untraced
+    (tracing changes what it measures: its own tables are as large as the objects of a heap
+    of small ones); by default the readings' own. ``large``: the bytes of the large data
+    objects known to be alive at the peak (numpy arrays, bytes and strings over 512 B that
+    the run kept to its end), moved from the native heap to Python's as far as the Python
+    share does not hold them already. ``least``: Python's share is at least this (what a
+    traced call saw alive before its tracing was cut), as far as the native heap holds it.
+
+    The kinds add up to the resident rise: in-use memory (Python's, native) beyond what the
+    new resident pages hold came from the allocators' free memory (``reused``) or is not
+    resident yet (``untouched``), and is taken out of the native heap first."""
     if traced is None:
         traced = traced_rise(start, peak)
     tracer = _delta(peak.tracer, start.tracer)
     small = _delta(peak.pymalloc_used, start.pymalloc_used)
     malloc_rise = _delta(peak.malloc_used, start.malloc_used) - tracer
-    python = small if traced is None else traced
-    anon_rise = _delta(peak.anon, start.anon)
-    if traced is not None and math.isfinite(peak.anon):
-        # From another run (the traced rerun): never more than this run's anonymous rise.
-        python = min(python, max(anon_rise - tracer - _delta(peak.stacks_resident,
-                                                             start.stacks_resident), 0.0))
-    if traced is not None and math.isfinite(small) and math.isfinite(malloc_rise):
-        # Nor more than the allocators had in use at this moment: a figure from the rerun's
-        # own highest point (its objects all alive, before most were freed) is not this
-        # moment's, whose freed memory the allocators keep.
-        python = min(python, max(small, 0.0) + max(malloc_rise, 0.0))
-    # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
-    # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
-    if traced is None:
-        in_malloc = 0.0
-    elif math.isfinite(small):
-        in_malloc = min(max(traced - small, 0.0), max(malloc_rise, 0.0))
-    else:
-        in_malloc = min(max(traced, 0.0), max(malloc_rise, 0.0))
-    native = malloc_rise - in_malloc
-    if large > 0:
-        # Large Python objects live in glibc's bytes in use: the large data objects the run
-        # kept to its end were alive at its peak too, and are Python's. With pymalloc's
-        # blocks they are the least the Python share can be; a traced figure from another
-        # call may hold less of them (a rerun that reused the memory the run had freed).
-        moved = min(max(small + large - python, 0.0), max(native, 0.0))
-        python, native = python + moved, native - moved
-    pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
-    stacks = _delta(peak.stacks_resident, start.stacks_resident)
+    stacks = max(_delta(peak.stacks_resident, start.stacks_resident), 0.0)
     file = _delta(peak.file, start.file) + _delta(peak.shmem, start.shmem)
     anon = _delta(peak.anon, start.anon) if math.isfinite(peak.anon) else (
         _delta(peak.rss, start.rss) - file)
-    # tracemalloc's tables are resident too, and not the workload's.
-    rest = anon - tracer - stacks - python - native - pymalloc_free
-    untouched = 0.0
-    if rest < 0 and native > 0:
-        untouched = min(-rest, native)
-        native -= untouched
-        rest += untouched
-    glibc_free = min(max(_delta(peak.malloc_free, start.malloc_free), 0.0), max(rest, 0.0))
-    # What the estimates overshoot by (each figure from its own source) is no kind of memory.
-    kinds = {"python": python, "native": native, "allocator_free": pymalloc_free + glibc_free,
-             "file": file, "stacks": stacks, "other": max(rest - glibc_free, 0.0)}
-    return kinds, untouched
+    python = small if traced is None else traced
+    if traced is not None and math.isfinite(small) and math.isfinite(malloc_rise):
+        # Never more than the allocators had in use at this moment: a figure from the
+        # rerun's own highest point (its objects all alive, before most were freed) is not
+        # this moment's, whose freed memory the allocators keep.
+        python = min(python, max(small, 0.0) + max(malloc_rise, 0.0))
+    # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
+    # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
+    in_malloc = 0.0 if traced is None else min(
+        max(traced - (small if math.isfinite(small) else 0.0), 0.0), max(malloc_rise, 0.0))
+    native = max(malloc_rise - in_malloc, 0.0)
+    # Large Python objects live in glibc's bytes in use: those the run kept to its end were
+    # alive at its peak too, and are Python's (beside pymalloc's net); so is what a cut
+    # trace saw alive.
+    wanted = max(small + large if large > 0 else -math.inf, least)
+    moved = min(max(wanted - python, 0.0), native)
+    python, native = max(python + moved, 0.0), native - moved
+    pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
+    glibc_free = _delta(peak.malloc_free, start.malloc_free)
+    # Free memory kept at the start and in use now (pymalloc's blocks, glibc's chunks).
+    reusable = max(-pymalloc_free, 0.0) + max(-glibc_free, 0.0)
+    room = max(anon - tracer - stacks, 0.0)
+    excess = python + native + max(pymalloc_free, 0.0) - room
+    reused = untouched = 0.0
+    if excess > 0:
+        reused = min(excess, reusable)
+        untouched = excess - reused
+        cut = min(excess, native)
+        native -= cut
+        python = max(python - (excess - cut), 0.0)
+    rest = room - python - native - max(pymalloc_free, 0.0)
+    # A library's own allocator: what it says it holds in use is native memory (its own
+    # mappings, not glibc's), and what it held at its highest and gave back, kept free.
+    pooled = min(max(peak.pooled - start.pooled, 0.0), max(rest, 0.0))
+    native, rest = native + pooled, rest - pooled
+    glibc_kept = min(max(glibc_free, 0.0), max(rest, 0.0))
+    rest -= glibc_kept
+    pool_kept = min(max(peak.pooled_peak - max(peak.pooled, start.pooled), 0.0), max(rest, 0.0))
+    kinds = {"python": python, "native": native,
+             "allocator_free": max(pymalloc_free, 0.0) + glibc_kept + pool_kept,
+             "file": max(file, 0.0), "stacks": stacks, "other": max(rest - pool_kept, 0.0)}
+    return Kinds(kinds, reused, untouched, pooled, pool_kept)
 
 
 def composition(start: MemoryReading, peak: MemoryReading,
                 traced: float | None = None, large: float = 0.0,
                 measured: float | None = None,
-                traced_peak: float | None = None) -> dict[str, Any]:
+                traced_peak: float | None = None, least: float = 0.0) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``, ``large``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
+    ``traced``, ``large``, ``least``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
     high-water mark measured; where the reading rose less than MISSED_SHARE of it, the
     reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
     major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
@@ -157,7 +185,8 @@ def composition(start: MemoryReading, peak: MemoryReading,
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
-    kinds, untouched = rise_kinds(start, peak, traced, large)
+    split = rise_kinds(start, peak, traced, large, least)
+    kinds = split.kinds
     rise = peak.rss - start.rss
     missed = measured is not None and measured > 0 and rise < MISSED_SHARE * measured
     named = None
@@ -182,8 +211,14 @@ def composition(start: MemoryReading, peak: MemoryReading,
         found["missed"] = round(float(measured or 0.0))
     if named is not None:
         found["peak_python"] = round(named)
-    if untouched > 0:
-        found["untouched"] = round(untouched)
+    if split.untouched > 0:
+        found["untouched"] = round(split.untouched)
+    if split.reused > 0:
+        found["reused"] = round(split.reused)
+    if split.pooled > 0 or split.pool_kept > 0:
+        found["pooled"] = {"in_use": round(split.pooled), "kept": round(split.pool_kept),
+                           "by": [{"name": name, "remedy": remedy}
+                                  for name, remedy in peak.pools or start.pools]}
     if math.isfinite(peak.stacks_reserved):
         found["stacks_reserved"] = round(_delta(peak.stacks_reserved, start.stacks_reserved))
     if math.isfinite(peak.malloc_trimmable):

@@ -31,8 +31,9 @@ NATIVE_SECONDS = 0.15
 NATIVE_MIN_ITERATIONS = 2
 #: Stacks shown, largest first (those that reach the user's code before the others).
 NATIVE_TOP = 3
-#: Frames read per stack: enough to pass through an extension's calls to the Python below.
-NATIVE_DEPTH = 64
+#: Frames read per stack: enough to pass through an extension's calls (torch's run dozens
+#: deep, with the interpreter's own between each Python frame) to the Python below.
+NATIVE_DEPTH = 512
 INSTALL = ("pip install 'pytest-membudget[native]' (memray) to see the native stacks that "
            "allocated it")
 PLATFORMS = ("linux", "darwin")
@@ -124,15 +125,20 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
         del reader
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    lines = by_user_line(stacks)
+    # Allocations with no line of the user's code on their stack (a library's own threads)
+    # are summed up: they name no line to act on, and a line above names where RSS rose.
+    lines = [line for line in by_user_line(stacks) if line["python"] is not None]
+    unplaced = [stack for stack in stacks if stack.get("python") is None]
     least = SMALL_PEAK_LINE * peak
-    head = [line for line in lines[:PEAK_TOP] if line["bytes"] >= least] or lines[:1]
+    head = [line for line in lines[:PEAK_TOP] if line["bytes"] >= least]
     rest = lines[len(head):]
     found: dict[str, Any] = {
         "peak": peak, "lines": head,
         "more": {"lines": len(rest), "bytes": sum(line["bytes"] for line in rest)},
+        "unplaced": {"allocations": sum(stack["allocations"] for stack in unplaced),
+                     "bytes": sum(stack["bytes"] for stack in unplaced)},
         "seconds": round(time.perf_counter() - began, 6)}
-    if not head:
+    if not head and not unplaced:
         found["reason"] = ("memray saw no native allocation alive at the peak: it sees calls to "
                            "malloc from compiled code, not calls through a pointer to libc's "
                            "own malloc, such as ctypes.CDLL(None).malloc")

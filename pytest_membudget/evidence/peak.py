@@ -9,8 +9,8 @@ held at its highest. Its sources:
 - one rerun of the call under tracemalloc (:class:`PeakCensus`): its traces copied at the
   traced peak, as the watch's thread sees it rise, and again when the call returned; the
   difference per line says retained or transient. Tracing costs several microseconds per
-  allocation, so the rerun is left out when the measured peak held more new interpreter
-  blocks than CENSUS_BLOCKS (a million small dicts): the rise by line then stands alone.
+  allocation, so the rerun is made only where its estimated cost fits the evidence's time
+  (measure/footprint.py): the rise by line then stands alone.
 """
 
 from __future__ import annotations
@@ -28,18 +28,11 @@ from pytest_membudget.evidence.sites import _by_site
 #: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
 #: to the user's line that called them.
 CENSUS_FRAMES = 12
-#: New interpreter blocks at the measured peak above which the traced rerun is left out:
-#: tracing costs 2 to 4 us per allocation at CENSUS_FRAMES, and each copy of the traces about
-#: 1 us a trace (128,000 objects of 1 KiB made and mostly freed took 2.4 s of evidence).
-CENSUS_BLOCKS = 100_000
 #: The census copies tracemalloc's traces again when its bytes passed its last copy by this
 #: factor, and stops copying after COPY_SECONDS (each copy of a hundred thousand traces takes
 #: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
 COPY_SECONDS = 0.3
-#: Seconds a traced call may run before tracing stops where it is (the census keeps what it
-#: copied): tracing costs microseconds an allocation, and the evidence aims at a second.
-TRACED_SECONDS = 0.6
 #: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
 #: rise (and under SMALL_LINE_BYTES).
 TOP_LINES = 8
@@ -86,13 +79,6 @@ class PeakCensus:
         self.snapshot, self.best = snapshot, float(current)
         self.copies += 1
         self.seconds += time.perf_counter() - began
-
-
-def census_wanted(start: MemoryReading, peak: MemoryReading) -> bool:
-    """Whether the traced rerun is worth its cost: few enough new interpreter blocks at the
-    measured peak."""
-    blocks = peak.blocks - start.blocks
-    return not math.isfinite(blocks) or blocks <= CENSUS_BLOCKS
 
 
 def traced_call(iteration: int, census: PeakCensus,
@@ -233,12 +219,13 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
                                    "source": "rose", "function": entry.get("function", "")}
             if entry.get("inner_file"):
                 new.update(inner_file=entry["inner_file"], inner_line=entry["inner_line"])
-            if entry.get("waiting"):
-                new["waiting"] = True
-            if entry.get("other_lines"):
-                new["other_lines"] = entry["other_lines"]
+            for key in ("waiting", "other_lines", "waited_file", "waited_line"):
+                if entry.get(key):
+                    new[key] = entry[key]
             continue
         known["rose_bytes"] = entry["bytes"]
+        if entry.get("waited_file"):
+            known.update(waited_file=entry["waited_file"], waited_line=entry["waited_line"])
         beyond = min(max(entry["bytes"] - known["traced_bytes"], 0.0), untraced)
         known["bytes"] = known["traced_bytes"] + beyond
     return sorted(merged.values(), key=lambda entry: entry["bytes"], reverse=True)
@@ -281,11 +268,13 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     what the Python share holds; ``threads``: the lines that started threads (the watch's), first
     where stacks are most of the rise."""
     traced_lines = census["lines"] if census else []
-    traced = None
+    traced, least = None, 0.0
     # A census whose tracing was stopped during the call (past its time) saw part of it:
-    # its peak is no figure for the Python share (the readings' own estimate stands).
+    # what it saw alive is the least the Python share was, beside the readings' estimate.
     if census and one_call and (traced_at_peak is not None or not census.get("cut")):
         traced = traced_at_peak if traced_at_peak is not None else census["traced"]
+    elif census and one_call:
+        least = float(census["traced"])
     untraced = max(rise - traced, 0.0) if traced is not None else math.inf
     if census and not one_call:
         untraced = max(rise - census["traced"], 0.0)
@@ -297,10 +286,14 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # The large objects the run left alive were alive at its peak too: Python's there, as
     # far as the Python share (pymalloc's blocks, or tracemalloc's figure) does not hold them.
     found = composition(start, peak, traced, large=retained_large, measured=measured,
-                        traced_peak=traced_peak)
+                        traced_peak=traced_peak, least=least)
     # The call's end is read untraced, whatever the peak's evidence traced: its large objects
     # are Python's (their memory is glibc's, which the reading alone counts as native heap).
-    left = composition(start, end, None, large=retained_large)["kinds"]
+    after = composition(start, end, None, large=retained_large)
+    left = after["kinds"]
+    if after.get("pooled"):
+        found.setdefault("pooled", {**after["pooled"], "in_use": 0, "kept": 0})
+        found["pooled"]["kept_after"] = after["pooled"]["kept"]
     lines = merge(traced_lines, rose, untraced)
     if threads and stacks_lead(found):
         lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")

@@ -16,13 +16,7 @@ import numpy as np
 
 from pytest_membudget.evidence.census import type_counts
 from pytest_membudget.evidence.native import native_at_peak
-from pytest_membudget.evidence.peak import (
-    TRACED_SECONDS,
-    PeakCensus,
-    census_wanted,
-    peak_report,
-    traced_call,
-)
+from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -31,14 +25,20 @@ from pytest_membudget.vocabulary import Status
 
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
-#: Longest call made again under tracemalloc for the evidence (seconds): tracing makes it
-#: slower still, and the evidence aims at about a second (a torch CPU step of 0.9-1.0 s cost
-#: 1.04-1.09 s of evidence run again). Without it, objects over 512 bytes that the call
-#: freed before it returned count in the native heap.
-RERUN_SECONDS = 0.7
-#: Longest call run once more under memray for the native allocations at a peak: native
-#: tracing slows it several times, and the evidence aims at a second.
-NATIVE_CALL_SECONDS = 0.25
+#: Seconds the evidence at a peak may add to a run. Its steps (one more call traced, one
+#: more under memray) run in turn where their estimated cost fits what is left, and the
+#: traced call's tracing stops at the deadline.
+EVIDENCE_SECONDS = 1.0
+#: What tracing adds to one more call: per new interpreter block at the peak (each one is
+#: traced, and copied by the census), and per second the call held the interpreter in one
+#: C call (json.loads, json.dumps), which nothing can cut short: such code runs several
+#: times slower traced.
+TRACE_BLOCK_SECONDS = 5e-6
+HELD_SLOWDOWN = 5.0
+#: What one more call under memray costs: its start (an import, a capture file to read)
+#: and its native tracing's slowdown of the call.
+NATIVE_START_SECONDS = 0.4
+NATIVE_SLOWDOWN = 4.0
 #: The rerun's own highest reading stands for the run's where it rose at least this share of
 #: the run's rise.
 RERUN_RISE = 0.5
@@ -161,12 +161,13 @@ def kept_types(m: Measurement, start: Census | None) -> dict[str, Any] | None:
 def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,
                   kept: dict[str, Any] | None = None) -> Generator[int, None, dict[str, Any]]:
     """After a failing footprint budget: the measured run's watch (rise by line,
-    composition at its peak), and, where it is affordable, one traced rerun of the call for
-    what tracemalloc saw alive at the peak (evidence/peak.py); what the failing probes' own
-    sources tell of their peak (the CUDA allocator's). ``kept``: what the run left alive
-    (kept_types), whose large data objects count as Python memory at the call's end (its
-    readings are untraced) and at its peak beyond what the Python share holds."""
-    began = time.perf_counter()
+    composition at its peak), and, where it fits in EVIDENCE_SECONDS, one traced rerun of
+    the call for what tracemalloc saw alive at the peak (evidence/peak.py) and one under
+    memray for the native allocations; what the failing probes' own sources tell of their
+    peak (the CUDA allocator's). ``kept``: what the run left alive (kept_types), whose large
+    data objects count as Python memory at the call's end (its readings are untraced) and
+    at its peak beyond what the Python share holds."""
+    clock = Clock(time.perf_counter())
     seen = m.watched
     failing = failing_footprint(m)
     if seen is None or not failing:
@@ -176,60 +177,103 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     probe, rise = failing[0]
     if all(name.startswith("cuda") for name, _ in failing):
         # The device's own evidence says it; the host's memory is not what failed.
-        return {"probe": probe, "rise": rise, **device,
-                "seconds": round(time.perf_counter() - began, 6)}
-    calls = max(m.measured, 1)
-    call_seconds = seen.seconds / calls
-    skipped = skip_reason(seen, call_seconds)
+        return {"probe": probe, "rise": rise, **device, "seconds": clock.spent()}
+    call_seconds = seen.seconds / max(m.measured, 1)
+    cost = traced_cost(seen, call_seconds)
     census = traced_at_peak = None
-    if skipped is None:
-        counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
-                             deadline=time.perf_counter() + TRACED_SECONDS)
-        watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
-        start_watch(watch, m.spec)
-        heap = m.probes.get("heap")
-        try:
-            census = yield from traced_call(iteration, counter,
-                                            restart=bool(getattr(heap, "owns_tracer", False)))
-        finally:
-            rerun = watch.stop()
-        # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the
-        # Python share of that moment, not of tracemalloc's own peak, which may come first
-        # (objects freed before an array is made: the allocator keeps their memory).
-        # Only where the rerun rose as the run did: memory the run freed and the allocators
-        # kept is reused by the rerun without a rise, and its highest reading is then early.
-        rerun_rise = rerun.highest - rerun.start.rss
-        if math.isfinite(rerun.peak.traced) and rerun_rise >= RERUN_RISE * rise:
-            traced_at_peak = rerun.peak.traced
+    if clock.fits(cost["seconds"]):
+        census, traced_at_peak = yield from _traced_rerun(m, iteration, clock, rise)
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
-    one_call = calls == 1
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
-                         one_call, traced_at_peak=traced_at_peak,
+                         m.measured <= 1, traced_at_peak=traced_at_peak,
                          retained_large=float((kept or {}).get("large_bytes", 0)),
                          threads=seen.threads)
-    if skipped is not None:
-        report["census"] = {**report.get("census", {}), "skipped": skipped}
+    if census is None:
+        report["census"] = {**report.get("census", {}), "skipped": cost}
     if "native" in report["composition"].get("major", ()):
         # Native memory is a large share of the peak: one more call under memray (where it
-        # is installed) names the native allocations alive at its highest point. memray's
-        # native tracing slows a call several times (a torch CPU step's evidence took 3.5 s
-        # with it), so only a short call is run again; the lines where RSS rose stand alone.
-        if call_seconds <= NATIVE_CALL_SECONDS:
+        # is installed) names the native allocations alive at its highest point, where it
+        # fits; else the lines where RSS rose stand alone.
+        native_cost = NATIVE_START_SECONDS + NATIVE_SLOWDOWN * call_seconds
+        if clock.fits(native_cost):
             native = yield from native_at_peak(iteration + (census is not None))
-            held = float(report["composition"]["kinds"].get("native", 0.0))
-            if "peak" in native and float(native["peak"] or 0.0) < UNSEEN_SHARE * held:
-                # memray saw a sliver of the native heap the reading counted: allocations
-                # it does not intercept (ctypes calls libc's malloc through a pointer it
-                # took itself). Its few lines would stand for the rest; none are shown.
-                native = {"unseen": round(held), "peak": native["peak"]}
-            report["native"] = native
+            report["native"] = _seen_by_memray(native, report["composition"])
         else:
-            report["native"] = {"skipped": {"call_seconds": round(call_seconds, 3)}}
+            report["native"] = {"skipped": {"seconds": round(native_cost, 3),
+                                            "call_seconds": round(call_seconds, 3)}}
     report.update(device)
     report.update(watch_facts(seen))
-    report["seconds"] = round(time.perf_counter() - began, 6)
+    report["seconds"] = clock.spent()
     return report
+
+
+@dataclass
+class Clock:
+    """The evidence's one deadline (EVIDENCE_SECONDS from ``began``)."""
+
+    began: float
+
+    def left(self) -> float:
+        return self.began + EVIDENCE_SECONDS - time.perf_counter()
+
+    def fits(self, seconds: float) -> bool:
+        return seconds <= self.left()
+
+    def spent(self) -> float:
+        return round(time.perf_counter() - self.began, 6)
+
+
+def traced_cost(seen: WatchReport, call_seconds: float) -> dict[str, float]:
+    """What one more call under tracemalloc would cost, as data (the text says why a call
+    was not traced): the call, its new interpreter blocks at the peak, and the longest
+    stretch it held the interpreter (TRACE_BLOCK_SECONDS, HELD_SLOWDOWN)."""
+    blocks = seen.peak.blocks - seen.start.blocks
+    blocks = max(blocks, 0.0) if math.isfinite(blocks) else 0.0
+    held = min(seen.held, call_seconds)
+    seconds = call_seconds + blocks * TRACE_BLOCK_SECONDS + held * (HELD_SLOWDOWN - 1)
+    return {"seconds": round(seconds, 3), "call_seconds": round(call_seconds, 3),
+            "blocks": int(blocks), "held": round(held, 3), "budget": EVIDENCE_SECONDS}
+
+
+def _traced_rerun(m: Measurement, iteration: int, clock: Clock, rise: float
+                  ) -> Generator[int, None, tuple[dict[str, Any], float | None]]:
+    """One more call under tracemalloc, watched (without the budgets' ceiling: the
+    evidence's own work never counts against it), its tracing cut at the deadline; the
+    census, and tracemalloc's bytes at the rerun's highest RSS where that stands for the
+    run's peak."""
+    seen = m.watched
+    assert seen is not None
+    counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
+                         deadline=clock.began + EVIDENCE_SECONDS)
+    watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
+    watch.start()
+    heap = m.probes.get("heap")
+    try:
+        census = yield from traced_call(iteration, counter,
+                                        restart=bool(getattr(heap, "owns_tracer", False)))
+    finally:
+        rerun = watch.stop()
+    # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the Python
+    # share of that moment, not of tracemalloc's own peak, which may come first (objects
+    # freed before an array is made: the allocator keeps their memory). Only where the
+    # rerun rose as the run did: memory the run freed and the allocators kept is reused by
+    # the rerun without a rise, and its highest reading is then early.
+    rerun_rise = rerun.highest - rerun.start.rss
+    if math.isfinite(rerun.peak.traced) and rerun_rise >= RERUN_RISE * rise:
+        return census, rerun.peak.traced
+    return census, None
+
+
+def _seen_by_memray(native: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+    """memray's evidence, or where its call peaked at a sliver of the native heap the
+    reading counted, the word that it does not see these allocations: allocations it does
+    not intercept (ctypes calls libc's malloc through a pointer it took itself), whose few
+    lines would stand for the rest."""
+    held = float(found["kinds"].get("native", 0.0))
+    if "peak" in native and float(native["peak"] or 0.0) < UNSEEN_SHARE * held:
+        return {"unseen": round(held), "peak": native["peak"]}
+    return native
 
 
 def stopped_evidence(m: Measurement) -> dict[str, Any]:
@@ -262,21 +306,8 @@ def watch_facts(seen: WatchReport) -> dict[str, Any]:
 
 
 #: The share of the reading's native heap under which memray's own peak over its call is
-#: read as memray not seeing these allocations (bench/footprint's ctypes shapes: 8 KiB of
-#: 145 MiB).
+#: read as memray not seeing these allocations (ctypes' direct calls to libc's malloc).
 UNSEEN_SHARE = 0.1
-
-
-def skip_reason(seen: WatchReport, call_seconds: float) -> dict[str, Any] | None:
-    """Why one more call under tracemalloc is not made, as data; None to make it. It costs
-    the call's time and more, and the evidence aims at a second: a call longer than
-    RERUN_SECONDS, or a peak of more new interpreter blocks than tracing could follow in that
-    time (a million small dicts), is not run again; the watch's lines stand alone."""
-    if call_seconds > RERUN_SECONDS:
-        return {"call_seconds": round(call_seconds, 3)}
-    if not census_wanted(seen.start, seen.peak):
-        return {"blocks": int(seen.peak.blocks - seen.start.blocks)}
-    return None
 
 
 def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:

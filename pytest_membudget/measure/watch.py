@@ -18,11 +18,9 @@ json.loads, one bytes concatenation) is seen after it returns.
 from __future__ import annotations
 
 import ctypes
-import faulthandler
 import math
 import os
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -34,14 +32,14 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import (
-    is_library,
-    is_own,
-    is_user_frame,
-    is_wait,
-    source_line,
-)
+from pytest_membudget.evidence.frames import is_library, is_own, source_line
 from pytest_membudget.measure.results import FootprintRunaway
+from pytest_membudget.measure.stacks import (
+    ThreadStack,
+    Where,
+    frames_of,
+    running_line,
+)
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
 from pytest_membudget.probes.room import RoomReader
@@ -66,10 +64,6 @@ TIMELINE_ROWS = 2048
 #: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
 #: for the GIL after each read, while the workload runs Python.
 SWITCH_INTERVAL = 0.0002
-#: Frames that count as the line of the function running them.
-HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
-#: Frames read the slower way where faulthandler's dump leaves the measured thread out.
-FALLBACK_FRAMES = 32
 #: A rise read while the measured thread is in this plugin's code, between calls, is the
 #: workload's from this size on: the plugin's own work between calls (a sample, a judgement)
 #: touches far less.
@@ -116,6 +110,14 @@ class WatchReport:
     warmup: dict[str, float] = field(default_factory=dict)
     #: Seconds from the watch's start to the window's (the timeline's clock).
     window_at: float = 0.0
+    #: The longest stretch of the window without a reading (seconds): the workload held
+    #: the interpreter throughout (one C call), or other threads kept the watch waiting.
+    held: float = 0.0
+
+
+#: Where a rise is seen: the frames of the line at work (see frames_of) and, where that line
+#: is another thread's the measured thread waited for, the measured thread's waiting line.
+Seen = tuple[Where | None, Where | None, bool, Where | None]
 
 
 @dataclass
@@ -124,6 +126,8 @@ class _Line:
     frames: tuple[Any, ...] = ()
     #: Whether the thread was waiting for others (a lock, a future) when the rise was seen.
     waiting: bool = False
+    #: Where the measured thread waited while other threads ran this line (a pool's).
+    waited_at: Where | None = None
 
 
 @dataclass
@@ -201,6 +205,7 @@ class PeakWatch:
         self._seen.update(threading.enumerate())
         _announcing(self)
         self._began = self._window_began = time.perf_counter()
+        self._held, self._last_reading = 0.0, 0.0
         self._begin.set()
 
     def rebase(self) -> None:
@@ -216,6 +221,7 @@ class PeakWatch:
             self._window_began = time.perf_counter()
             self._peak_at = self._window_began - self._began
             self._lines, self._started, self._announced_lines = {}, {}, {}
+            self._held, self._last_reading = 0.0, self._peak_at
             self._epoch += 1
 
     @property
@@ -238,6 +244,7 @@ class PeakWatch:
             self._start = self._peak = self._reader.read(stacks=False)
             self._highest, self._peak_at = self._start.rss, 0.0
             self._began = self._window_began = time.perf_counter()
+            self._held = 0.0
         end = self._reader.read()
         self._reader.close()
         if self._room is not None:
@@ -251,7 +258,7 @@ class PeakWatch:
             seconds=time.perf_counter() - self._window_began, rose=self._rose(),
             timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
             stopped=self._stopped, samples=self._samples, warmup=dict(self._warmup),
-            window_at=self._window_began - self._began,
+            window_at=self._window_began - self._began, held=self._held,
             threads=[{**_describe(line), "threads": round(line.bytes)} for line in sorted(
                 self._started.values(), key=lambda line: line.bytes, reverse=True)])
 
@@ -322,6 +329,8 @@ class PeakWatch:
             if fresh:
                 self._attribute(self._frames(), fresh, self._started)
         now = clock() - self._began
+        self._held = max(self._held, now - self._last_reading)
+        self._last_reading = now
         self._samples += 1
         self._record(now, rss, traced())
         for tick in self.ticks:
@@ -353,18 +362,24 @@ class PeakWatch:
                 "run_rise": rss - self._run_start}
 
     def _unmapping(self, reading: MemoryReading) -> bool:
-        """Whether a capture fell inside a free that C code made without the GIL (a ctypes
-        call): glibc takes a freed mapped block out of its figures before the kernel has
-        unmapped its pages, and a capture in between reads the pages resident and glibc's
-        bytes gone (150 MiB of "other anonymous memory" in 4 of 160 watches of a ctypes
-        malloc, memset and free). Such a capture reads glibc's bytes in use fallen by a
-        large share of the rise since the reading it would replace, while RSS rose; RSS,
-        read again every UNMAP_PAUSE (the GIL let go, the unmapping going on) for up to
-        UNMAP_WAIT, then falls by half as much (150 MiB took 2 to 5 ms)."""
-        fell = self._peak.malloc_used - reading.malloc_used
+        """Whether a capture is past the data's highest moment, so that the reading it
+        would replace stands for the peak: the data in use (glibc's bytes, pymalloc's
+        blocks) fell by a large share of the rise since that reading, while RSS rose.
+        Either the memory was freed and the allocators keep it (their free memory rose by
+        much of the fall: the pages are resident, and the moment most data was in use came
+        before), or C code freed it without the GIL and the kernel is still unmapping its
+        pages: glibc takes a freed mapped block out of its figures before they go (150 MiB
+        of "other anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and
+        free). RSS, read again every UNMAP_PAUSE (the GIL let go) for up to UNMAP_WAIT, then
+        falls by half as much (150 MiB took 2 to 5 ms)."""
+        standing = self._peak
+        fell = _in_use(standing) - _in_use(reading)
         if not fell > max(UNMAP_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
             return False
+        kept = _free(reading) - _free(standing)
+        if kept >= fell / 2:
+            return True
         deadline = time.perf_counter() + UNMAP_WAIT
         while time.perf_counter() < deadline:
             time.sleep(UNMAP_PAUSE)
@@ -382,10 +397,18 @@ class PeakWatch:
         self._timeline[self._rows] = (now, rss, traced)
         self._rows += 1
 
-    def _frames(self) -> Frames:
+    def _frames(self) -> Seen:
         """Where the measured thread is now (see :func:`frames_of`), read now: a frame's
-        line moves on with the workload."""
-        return frames_of(self._stack.read())
+        line moves on with the workload. Where it waits for other threads, the line the
+        threads at work run (a pool's workers: see running_line), with the line that waits
+        beside it."""
+        stack, others = self._stack.read_all()
+        inner, user, waiting = frames_of(stack)
+        if waiting:
+            worker = running_line(others)
+            if worker is not None:
+                return worker[0], worker[1], False, user
+        return inner, user, waiting, None
 
     def announce(self, thread: threading.Thread) -> bool:
         """Before ``thread`` starts: whether the measured thread starts it (its line is
@@ -411,7 +434,7 @@ class PeakWatch:
             return
         del stack[:own]
         inner, user, _ = frames_of(stack, waits=False)
-        self._attribute((inner, user, False), 1.0, self._announced_lines)
+        self._attribute((inner, user, False, None), 1.0, self._announced_lines)
 
     def _unannounced(self) -> int:
         """Threads the watch has not counted yet that the measured thread did not announce."""
@@ -422,10 +445,10 @@ class PeakWatch:
                 fresh += thread not in self._announced
         return fresh
 
-    def _attribute(self, where: Frames, amount: float,
+    def _attribute(self, where: Seen, amount: float,
                    into: dict[tuple[Any, ...], _Line] | None = None) -> None:
         """Add ``amount`` (bytes of rise, or threads started) to the line running now."""
-        inner, user, waiting = where
+        inner, user, waiting, waited_at = where
         if inner is None:
             return  # the thread's stack could not be read: no line to name
         if is_own(inner[0]):
@@ -442,6 +465,7 @@ class PeakWatch:
             line = lines[key] = _Line(frames=key)
         line.bytes += amount
         line.waiting = line.waiting or waiting
+        line.waited_at = line.waited_at or waited_at
 
     def _stop_workload(self, rss: float, now: float, why: dict[str, Any]) -> None:
         """Raise FootprintRunaway in the measured thread while it runs the workload: its
@@ -489,36 +513,6 @@ class PeakWatch:
         return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
 
 
-Where = tuple[str, int, str]
-#: The running thread's innermost frame, its first frame of the user's code, and whether it
-#: was waiting for other threads.
-Frames = tuple[Where | None, Where | None, bool]
-
-
-def frames_of(stack: list[Where], waits: bool = True) -> Frames:
-    """A thread's ``stack`` (innermost first) read for the line it runs: its innermost frame,
-    its first frame of the user's code, and whether it is waiting for other threads. A
-    comprehension, generator expression or lambda counts as the line of the function that
-    runs it: a loop's rise is its function's, not its helper's. With ``waits``, a thread
-    waiting in the standard library's locks, queues or futures is read at the frame that
-    waits (pandas' ``read_csv`` while its pool parses), not at ``threading.py``: the memory
-    is the other threads' work for that frame."""
-    skipped = 0
-    while waits and skipped < len(stack) - 1 and is_wait(stack[skipped][0]):
-        skipped += 1
-    inner = stack[skipped] if stack else None
-    at = 0
-    while at < len(stack) and not is_user_frame(stack[at][0]):
-        at += 1
-    # The plugin's own code above the user's frame (its judgement calling numpy, between
-    # calls): the thread is in the plugin's work, whatever library it is in.
-    inner = next((where for where in stack[:at] if is_own(where[0])), inner)
-    while (at + 1 < len(stack) and stack[at][2] in HELPERS
-           and is_user_frame(stack[at + 1][0])):
-        at += 1
-    return inner, stack[at] if at < len(stack) else None, skipped > 0
-
-
 #: The watches running now, and Thread.start as it was before the first of them began:
 #: while one runs, Thread.start tells them which line of the thread they watch started a
 #: thread (a watch reading the thread count from its own thread may see a loop of starts
@@ -558,86 +552,16 @@ def _announcing(watch: PeakWatch, on: bool = True) -> None:
         _SAVED_START = None
 
 
-def stack_in(dump: bytes, header: bytes) -> list[Where]:
-    """The stack of the thread whose block in faulthandler's ``dump`` starts with ``header``.
-    A thread being started carries its starter's id until it runs ("<no Python frame>"):
-    the block with frames is the thread's own."""
-    start = dump.find(header)
-    while start >= 0:
-        end = dump.find(b"\n\n", start)
-        stack = _stack_of(dump[start:end if end >= 0 else len(dump)])
-        if stack:
-            return stack
-        start = dump.find(header, start + 1)
-    return []
+def _in_use(reading: MemoryReading) -> float:
+    """The data the allocators hold in use at a reading (what this system tells of it)."""
+    return sum(value for value in (reading.malloc_used, reading.pymalloc_used)
+               if math.isfinite(value))
 
 
-def _stack_of(block: bytes) -> list[Where]:
-    """The frames of one thread's block of faulthandler's dump, innermost first."""
-    stack = []
-    for line in block.split(b"\n")[1:]:
-        # '  File "name", line 12 in function' (line '???' where unknown)
-        if not line.startswith(b'  File "'):
-            continue
-        name, _, rest = line[8:].rpartition(b'", line ')
-        number, _, function = rest.partition(b" in ")
-        stack.append((os.fsdecode(name), int(number) if number.isdigit() else 0,
-                      function.decode("utf-8", "replace")))
-    return stack
-
-
-class ThreadStack:
-    """One thread's stack, innermost frame first, as (file, line, function), read from
-    another thread by faulthandler's dump of every thread's stack.
-
-    The dump walks the frames in C with the GIL held and makes no frame object. A frame
-    object the watch held (``sys._current_frames()``) would own the locals of a function
-    that returned meanwhile: a 40 MiB temporary would outlive its call and the next call's
-    would be counted on top of it (the workload's peak doubled by the instrument). The
-    dump costs about 50 us (a few dozen writes to a file in memory); it is read only at a
-    new step of a rise and when threads appear."""
-
-    def __init__(self, ident: int) -> None:
-        self._ident = ident
-        self._header = b"hread 0x%0*x " % (2 * ctypes.sizeof(ctypes.c_ulong), ident)
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (read at every step, closed by close())
-        self._fd = self._file.fileno()
-
-    def _dump(self, all_threads: bool) -> bytes:
-        fd = self._fd
-        # The dump first: it writes without letting go of the GIL, so the stack is the one
-        # of the moment the watch got the GIL back (the RSS it just read). The file's calls
-        # let go of it and let the workload run on: they come after, and the file is left
-        # empty for the next read (a reset before the dump read a long C call's line as
-        # the caller's, the call having returned meanwhile).
-        faulthandler.dump_traceback(fd, all_threads=all_threads)
-        size = os.lseek(fd, 0, os.SEEK_CUR)
-        dump = os.pread(fd, size, 0)
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        return dump
-
-    def read(self) -> list[Where]:
-        stack = stack_in(self._dump(all_threads=True), self._header)
-        if stack:
-            return stack
-        # Not in the dump: faulthandler lists the newest 100 threads, and the measured one
-        # is among the oldest. Its innermost frames, read the other way (see above).
-        frame = sys._current_frames().get(self._ident)
-        stack = []
-        while frame is not None and len(stack) < FALLBACK_FRAMES:
-            stack.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
-            frame = frame.f_back
-        del frame
-        return stack
-
-    def read_own(self) -> list[Where]:
-        """The calling thread's own stack, innermost first (faulthandler's dump of it alone:
-        no frame object made)."""
-        return _stack_of(self._dump(all_threads=False))
-
-    def close(self) -> None:
-        self._file.close()
+def _free(reading: MemoryReading) -> float:
+    """The free memory the allocators keep at a reading."""
+    return sum(value for value in (reading.malloc_free, reading.pymalloc_free)
+               if math.isfinite(value))
 
 
 def _describe(line: _Line) -> dict[str, Any]:
@@ -651,6 +575,8 @@ def _describe(line: _Line) -> dict[str, Any]:
         found.update(inner_file=inner[0], inner_line=inner[1], inner_function=inner[2])
     if line.waiting:
         found["waiting"] = True
+    if line.waited_at is not None:
+        found.update(waited_file=line.waited_at[0], waited_line=line.waited_at[1])
     return found
 
 

@@ -14,12 +14,13 @@ import re
 import sys
 import threading
 import tracemalloc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pytest_membudget.evidence.composition import NAN, MemoryReading
 from pytest_membudget.probes.malloc import _mallinfo2
-from pytest_membudget.probes.procfs import ProcFile, has_procfs, libc_function
+from pytest_membudget.probes.allocators import Pool, pools
+from pytest_membudget.probes.procfs import HeldReader, ProcFile, has_procfs, libc_function
 
 _STATUS_FIELDS = {b"VmRSS:": "rss", b"RssAnon:": "anon", b"RssFile:": "file",
                   b"RssShmem:": "shmem"}
@@ -94,59 +95,54 @@ def pymalloc_figures() -> tuple[float, float]:
     return parse_pymalloc(read()) if read is not None else (NAN, NAN)
 
 
-def stack_pointers() -> list[int]:
+def stack_pointers(reader: HeldReader) -> list[int]:
     """The stack pointer of every thread of this process blocked in a system call (an idle
     thread waits in one), from /proc/self/task/*/syscall; running threads have none."""
     pointers = []
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(b"/proc/self/task")
     except OSError:
         return []
     for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/syscall", "rb") as syscall:
-                fields = syscall.read().split()
-        except OSError:
-            continue
+        fields = (reader.read(b"/proc/self/task/" + task + b"/syscall") or b"").split()
         if len(fields) >= 3 and fields[0] != b"running":
             pointers.append(int(fields[-2], 16))
     return pointers
 
 
-def stack_mappings(smaps: Iterable[bytes], pointers: list[int]) -> tuple[float, float, int]:
-    """(reserved, resident, mappings) of the memory mappings that hold one of ``pointers``
-    or are the main thread's ``[stack]``, from the lines of /proc/self/smaps."""
-    reserved = resident = 0.0
-    found = 0
-    inside = False
-    for raw in smaps:
-        line = raw.rstrip(b"\n")
-        head = line.split(b" ", 1)[0]
-        if b"-" in head and not head.endswith(b":"):
-            low, _, high = head.partition(b"-")
-            try:
-                start, end = int(low, 16), int(high, 16)
-            except ValueError:
-                inside = False
-                continue
-            inside = line.endswith(b"[stack]") or any(start <= p < end for p in pointers)
-            if inside:
-                reserved += end - start
-                found += 1
-        elif inside and line.startswith(b"Rss:"):
-            resident += int(line.split()[1]) * 1024
-    return reserved, resident, found
+#: A mapping's line in /proc/self/maps: "low-high perms offset dev inode [name]".
+_MAPS_LINE = re.compile(rb"^([0-9a-f]+)-([0-9a-f]+) [^\n]*$", re.MULTILINE)
 
 
-def thread_stacks() -> tuple[float, float, int]:
+def stack_ranges(maps: bytes | memoryview, pointers: list[int]) -> list[tuple[int, int]]:
+    """The address ranges of the memory mappings that hold one of ``pointers`` or are the
+    main thread's ``[stack]``, from the text of /proc/self/maps (read in place: no line of
+    it is copied)."""
+    found = []
+    for match in _MAPS_LINE.finditer(maps):
+        start, end = int(match[1], 16), int(match[2], 16)
+        if match[0].endswith(b"[stack]") or any(start <= p < end for p in pointers):
+            found.append((start, end))
+    return found
+
+
+def thread_stacks(reader: HeldReader) -> tuple[float, float, int]:
     """(reserved, resident, stacks found) of the threads' stacks; NaNs where /proc cannot
-    tell. smaps is read line by line: a whole copy of it (hundreds of KiB in a process with
-    torch) would be a peak of its own under tracemalloc."""
-    try:
-        with open("/proc/self/smaps", "rb") as smaps:
-            return stack_mappings(smaps, stack_pointers())
-    except OSError:
+    tell. Every file is read without letting go of the GIL (see HeldReader), into the
+    reader's buffer, made before tracing begins, and the resident pages are asked of the
+    kernel (mincore): smaps, whose text says it too, takes milliseconds to make and to read
+    in a process with numpy, and a copy of it made under tracemalloc would be a peak of its
+    own."""
+    pointers = stack_pointers(reader)
+    maps = reader.view(b"/proc/self/maps")
+    if maps is None:
         return NAN, NAN, 0
+    ranges = stack_ranges(maps, pointers)
+    resident = [reader.resident(start, end) for start, end in ranges]
+    if any(pages is None for pages in resident):
+        return NAN, NAN, 0
+    return (float(sum(end - start for start, end in ranges)),
+            float(sum(pages or 0 for pages in resident)), len(ranges))
 
 
 @dataclass
@@ -159,6 +155,7 @@ class Capture:
     malloc: tuple[int, int, int] | None = None
     traced: tuple[int, int] | None = None
     pymalloc: bytes = b""
+    pools: tuple[Pool, ...] = ()
 
 
 class MemoryReader:
@@ -172,6 +169,7 @@ class MemoryReader:
         self._pymalloc = _pymalloc_stats()
         self._stacks: tuple[float, float, int] | None = None
         self._stack_threads = -1
+        self._files = HeldReader()
 
     def capture(self) -> Capture:
         """The figures of this moment, each read in C without letting go of the GIL, with
@@ -216,6 +214,7 @@ class MemoryReader:
                             tracemalloc.get_tracemalloc_memory())
         if self._pymalloc is not None:
             taken.pymalloc = self._pymalloc()
+        taken.pools = pools()
         return taken
 
     def read(self, *, stacks: bool = True) -> MemoryReading:
@@ -231,7 +230,7 @@ class MemoryReader:
             return
         threads = threading.active_count()
         if self._stacks is None or threads != self._stack_threads:
-            self._stacks, self._stack_threads = thread_stacks(), threads
+            self._stacks, self._stack_threads = thread_stacks(self._files), threads
 
     def reading(self, taken: Capture, *, stacks: bool = True) -> MemoryReading:
         figures = parse_status(taken.status) if taken.status else {}
@@ -254,6 +253,10 @@ class MemoryReader:
         if taken.traced is not None:
             reading = replace(reading, traced=float(taken.traced[0]),
                               tracer=float(taken.traced[1]))
+        if taken.pools:
+            reading = replace(reading, pooled=sum(pool.in_use for pool in taken.pools),
+                              pooled_peak=sum(pool.peak for pool in taken.pools),
+                              pools=tuple((pool.name, pool.remedy) for pool in taken.pools))
         if stacks and self._stacks is not None:
             reserved, resident, counted = self._stacks
             reading = replace(reading, stacks_reserved=reserved, stacks_resident=resident,

@@ -33,6 +33,77 @@ class ProcFile:
             self.fd = -1
 
 
+class HeldReader:
+    """Whole files read through the C library without letting go of the GIL, into one
+    buffer kept for the next read (grown as a file needs). A thread that reads a dozen
+    files among busy threads would otherwise wait for the GIL again after each read: a
+    walk of the threads' stacks took a quarter of a second beside a pool of eight workers,
+    with the watch blind meanwhile."""
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self._open = libc_function("open", keep_gil=True)
+        self._read = libc_function("read", keep_gil=True)
+        self._close = libc_function("close", keep_gil=True)
+        self._buffer = ctypes.create_string_buffer(size)
+        self._mincore = libc_function("mincore", keep_gil=True)
+        self._pages = ctypes.create_string_buffer(1 << 12)
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        if self._mincore is not None:
+            self._mincore.restype = ctypes.c_int
+            self._mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        if self._open is not None and self._read is not None:
+            self._open.restype, self._open.argtypes = ctypes.c_int, [ctypes.c_char_p,
+                                                                     ctypes.c_int]
+            self._read.restype = ctypes.c_ssize_t
+            self._read.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+
+    def resident(self, start: int, end: int) -> int | None:
+        """Bytes of the pages from ``start`` to ``end`` (a mapping of this process) that
+        are resident, from the kernel (mincore); None where it cannot tell."""
+        if self._mincore is None:
+            return None
+        pages = -(-(end - start) // self._page)
+        if pages > len(self._pages):
+            self._pages = ctypes.create_string_buffer(pages)
+        if self._mincore(start, end - start, self._pages) != 0:
+            return None
+        return self._pages.raw[:pages].count(1) * self._page
+
+    def read(self, path: bytes) -> bytes | None:
+        """The file's contents, or None where it cannot be opened or read."""
+        view = self.view(path)
+        return None if view is None else bytes(view)
+
+    def view(self, path: bytes) -> memoryview | bytes | None:
+        """The file's contents in the reader's buffer (valid until its next read: no copy
+        is made), or None where it cannot be opened or read."""
+        if self._open is None or self._read is None or self._close is None:
+            try:
+                with open(path, "rb") as file:
+                    return file.read()
+            except OSError:
+                return None
+        fd = self._open(path, os.O_RDONLY)
+        if fd < 0:
+            return None
+        try:
+            size = 0
+            while True:
+                room = len(self._buffer) - size
+                if room == 0:
+                    grown = ctypes.create_string_buffer(2 * len(self._buffer))
+                    ctypes.memmove(grown, self._buffer, size)
+                    self._buffer, room = grown, len(grown) - size
+                got = self._read(fd, ctypes.byref(self._buffer, size), room)
+                if got < 0:
+                    return None
+                if got == 0:
+                    return memoryview(self._buffer).cast("B")[:size]
+                size += got
+        finally:
+            self._close(fd)
+
+
 def has_procfs() -> bool:
     return os.path.exists("/proc/self/statm")
 

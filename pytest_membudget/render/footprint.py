@@ -91,9 +91,23 @@ def remedies(found: dict[str, Any]) -> list[str]:
     advice = []
     major = found.get("major", [])
     kinds = found.get("kinds", {})
-    if "allocator_free" in major:
+    pooled = found.get("pooled") or {}
+    for pool in pooled.get("by", []):
+        if pooled.get("in_use", 0) >= LEAST_KIND:
+            advice.append(f"  of the native memory, {size(pooled['in_use'])} is in use in "
+                          f"{pool['name']}, a library's own allocator (its own mappings)")
+        kept = max(pooled.get("kept", 0), pooled.get("kept_after", 0))
+        if kept >= LEAST_KIND:
+            advice.append(f"  {pool['name']} keeps {size(kept)} it freed: "
+                          f"{pool['remedy']}")
+    if "allocator_free" in major and pooled.get("kept", 0) < kinds["allocator_free"] / 2:
         advice.append(f"  free memory the allocators keep ({size(kinds['allocator_free'])}): "
                       f"fragmentation; try {FRAGMENTATION_REMEDIES}")
+    if "other" in major:
+        advice.append(f"  other anonymous memory ({size(kinds['other'])}): mappings no "
+                      "allocator this plugin can read accounts for: a library's own "
+                      "allocator (jemalloc, mimalloc: Rust and C++ extensions bring them) "
+                      "or its own mmap")
     if "file" in major:
         advice.append(f"  mapped files ({size(kinds['file'])}): page cache, which the kernel "
                       "reclaims under pressure and reads again on use; budget uss or "
@@ -103,6 +117,10 @@ def remedies(found: dict[str, Any]) -> list[str]:
                       f"{size(kinds.get('stacks', 0))} resident ({found['threads'][0]} -> "
                       f"{found['threads'][1]} threads): reserved is not resident")
     worth = max(UNTOUCHED_WORTH, UNTOUCHED_SHARE * (found.get("rise") or 0))
+    if found.get("reused", 0) >= worth:
+        advice.append(f"  besides, {size(found['reused'])} in use reused free memory the "
+                      "allocators kept from earlier work (no new pages): run alone, the "
+                      "rise would be that much higher")
     if found.get("untouched", 0) >= worth:
         advice.append(f"  {size(found['untouched'])} was allocated but never touched (not "
                       "resident): tools that count allocations count it, RSS does not")
@@ -123,9 +141,10 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
                 "a pointer of its own, as ctypes does), so none are listed; the lines are "
                 "where RSS rose"]
     if native.get("skipped"):
-        return [f"  native allocations at the peak: not recorded, one call takes "
-                f"{native['skipped']['call_seconds']:.2f} s, too long to run again under "
-                "memray's native tracing; the lines are where RSS rose"]
+        return [f"  native allocations at the peak: not recorded: one more call under "
+                f"memray would take about {native['skipped'].get('seconds', 0):.1f} s (one "
+                f"call takes {native['skipped']['call_seconds']:.2f} s), past what the "
+                "evidence has left of its second; the lines are where RSS rose"]
     lines = [f"  native allocations alive at the peak (memray, one more call, which peaked at "
              f"{size(native.get('peak'))}):"]
     if native.get("reason"):
@@ -146,12 +165,28 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
     more = native.get("more", {})
     if more.get("lines"):
         lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
+    unplaced = native.get("unplaced", {})
+    if unplaced.get("allocations"):
+        count = unplaced["allocations"]
+        lines.append(f"    and {size(unplaced.get('bytes'))} in {count} allocation"
+                     f"{'s' if count != 1 else ''} made with no line of your code on their "
+                     "stack (a library's own threads)")
     return lines
 
 
 def waiting_text(inner: str) -> str:
     """A line whose thread waited for others while RSS rose, at the frame that waited."""
     return f"waiting {'in ' + inner + ' ' if inner else ''}for other threads"
+
+
+def waited_text(entry: dict[str, Any]) -> str | None:
+    """Other threads ran the line (a pool's workers) while the test's thread waited at
+    its own line for them; None where the test's own thread ran it."""
+    if not entry.get("waited_file"):
+        return None
+    where = f"{short_path(entry['waited_file'])}:{entry['waited_line']}"
+    code = source_line(entry["waited_file"], entry["waited_line"])
+    return f"run by other threads while {where} waited for them" + (f": {code}" if code else "")
 
 
 def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
@@ -189,6 +224,9 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     lines = [head]
     if code:
         lines.append(f"        {code}")
+    waited = waited_text(entry)
+    if waited:
+        lines.append(f"        {waited}")
     if entry.get("source") == "rose" and entry.get("waiting"):
         lines.append(f"        {waiting_text(inner)}, whose work it was")
     elif inner:
@@ -266,13 +304,22 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         if census.get("cut") and census.get("captured"):
             lines.append("  tracing stopped before the call returned (it ran past its time): "
                          "what the lines left is the call's as a whole")
-    elif census.get("skipped", {}).get("call_seconds"):
-        lines.append(f"  not traced: one call takes {census['skipped']['call_seconds']:.2f} s, "
-                     "too long to run again for the evidence; the lines are where RSS rose")
-    elif census.get("skipped_blocks"):
-        lines.append(f"  not traced: the peak held {census['skipped_blocks']:,} new interpreter "
-                     "blocks, too many to trace in time; the lines are where RSS rose")
+    elif census.get("skipped", {}).get("seconds"):
+        lines.append("  " + skipped_text(census["skipped"]))
     return lines
+
+
+def skipped_text(cost: dict[str, Any]) -> str:
+    """Why one more call was not traced: what tracing it would cost, and from what."""
+    why = [f"one call takes {cost.get('call_seconds', 0):.2f} s"]
+    if cost.get("blocks"):
+        why.append(f"its peak held {cost['blocks']:,} new interpreter blocks")
+    if cost.get("held", 0) >= 0.05:
+        why.append(f"it held the interpreter for {cost['held']:.2f} s in one C call, which "
+                   "tracing cannot cut short")
+    return (f"not traced: one more call under tracemalloc would take about "
+            f"{cost['seconds']:.1f} s ({'; '.join(why)}), past the evidence's "
+            f"{cost.get('budget', 1.0):g} s; the lines are where RSS rose")
 
 
 PHASE_HEADER = ("phase", "calls", "rise", "left at its end", "made of", "budgets", "verdict")
@@ -406,6 +453,9 @@ def rose_text(entry: dict[str, Any], what: str | None = None, within: str = "in"
     lines = [f"    {where}: {what or size(entry['bytes'])}"]
     if entry.get("code"):
         lines.append(f"        {entry['code']}")
+    waited = waited_text(entry)
+    if waited:
+        lines.append(f"        {waited}")
     inner = (f"{short_path(entry['inner_file'])}:{entry['inner_line']}"
              if entry.get("inner_file") else "")
     if entry.get("waiting"):

@@ -28,12 +28,12 @@ def test_within(membudget):
 """
 
 
-#: The traced call's limit set out of reach, for tests about what the traced call shows: under
-#: load a 160 MB np.ones took 0.84 s, past the 0.7 s limit, and was rightly not run again.
+#: The evidence's time set out of reach, for tests about what the traced call shows: under
+#: load a 160 MB np.ones can take most of the evidence's second, and rightly not be run again.
 TRACE_ANY_CALL = """
 import pytest_membudget.measure.footprint as footprint
 
-footprint.RERUN_SECONDS = 60.0
+footprint.EVIDENCE_SECONDS = 60.0
 """
 
 

@@ -14,6 +14,10 @@ START = MemoryReading(rss=100 * MIB, anon=80 * MIB, file=20 * MIB, shmem=0.0, th
                       stacks_reserved=8 * MIB, blocks=100_000)
 
 
+
+def kinds_of(start: MemoryReading, peak: MemoryReading, **options: float) -> dict[str, float]:
+    return rise_kinds(start, peak, **options).kinds
+
 def at_peak(**rises: float) -> MemoryReading:
     """START with each figure raised by the given MiB."""
     values = {name: getattr(START, name) + rise * MIB for name, rise in rises.items()}
@@ -21,36 +25,37 @@ def at_peak(**rises: float) -> MemoryReading:
 
 
 def test_small_python_objects_are_python() -> None:
-    kinds, _ = rise_kinds(START, at_peak(rss=100, anon=100, pymalloc_used=98, pymalloc_free=2))
+    kinds = kinds_of(START, at_peak(rss=100, anon=100, pymalloc_used=98, pymalloc_free=2))
     assert round(kinds["python"] / MIB) == 98
     assert max(kinds, key=kinds.__getitem__) == "python"
 
 
 def test_malloc_without_tracing_is_native_and_with_a_traced_rise_is_python() -> None:
     peak = at_peak(rss=150, anon=150, malloc_used=150)
-    untraced, _ = rise_kinds(START, peak)
+    untraced = kinds_of(START, peak)
     assert round(untraced["native"] / MIB) == 150
     # The traced rerun saw 150 MiB of Python allocations (a numpy array): it is Python's.
-    traced, _ = rise_kinds(START, peak, traced=150 * MIB)
+    traced = kinds_of(START, peak, traced=150 * MIB)
     assert round(traced["python"] / MIB) == 150 and traced["native"] < MIB
 
 
 def test_freed_small_objects_that_stay_in_their_arenas_are_the_allocators_free_memory() -> None:
-    kinds, _ = rise_kinds(START, at_peak(rss=200, anon=200, pymalloc_used=50,
+    kinds = kinds_of(START, at_peak(rss=200, anon=200, pymalloc_used=50,
                                          pymalloc_free=150))
     assert max(kinds, key=kinds.__getitem__) == "allocator_free"
 
 
 def test_glibc_free_bytes_count_only_as_far_as_resident_pages_go() -> None:
     # Each thread's arena counts its untouched top in fordblks: 40 MiB "free", 1 MiB resident.
-    kinds, _ = rise_kinds(START, at_peak(rss=1.5, anon=1.5, malloc_free=40,
+    kinds = kinds_of(START, at_peak(rss=1.5, anon=1.5, malloc_free=40,
                                          stacks_resident=0.5))
     assert kinds["allocator_free"] <= 1.0 * MIB + 1
     assert round(kinds["stacks"] / MIB, 1) == 0.5
 
 
 def test_allocations_never_touched_are_not_resident() -> None:
-    kinds, untouched = rise_kinds(START, at_peak(rss=0.1, anon=0.1, malloc_used=400))
+    split = rise_kinds(START, at_peak(rss=0.1, anon=0.1, malloc_used=400))
+    kinds, untouched = split.kinds, split.untouched
     assert round(untouched / MIB) >= 399 and kinds["native"] <= 0.2 * MIB
 
 
@@ -106,10 +111,10 @@ def test_large_objects_kept_move_to_python_once_traced_or_not() -> None:
     with a figure from a rerun that held less of them, Python's share is lifted to the kept
     objects and pymalloc's net, never more."""
     peak = at_peak(rss=60, anon=60, malloc_used=58, pymalloc_used=-5)
-    kinds, _ = rise_kinds(START, peak, large=48 * MIB)
+    kinds = kinds_of(START, peak, large=48 * MIB)
     assert round(kinds["python"] / MIB) == 43 and round(kinds["native"] / MIB) == 10
-    traced, _ = rise_kinds(START, peak, traced=20 * MIB, large=48 * MIB)
+    traced = kinds_of(START, peak, traced=20 * MIB, large=48 * MIB)
     assert round(traced["python"] / MIB) == 43, traced
     assert round((traced["python"] + traced["native"]) / MIB) == 53
-    held, _ = rise_kinds(START, peak, traced=50 * MIB, large=48 * MIB)
+    held = kinds_of(START, peak, traced=50 * MIB, large=48 * MIB)
     assert round(held["python"] / MIB) == 50  # tracemalloc's figure holds them already

@@ -106,5 +106,6 @@ def test_native_stacks_at_the_peak_are_merged_by_the_users_line() -> None:
 def test_a_call_too_long_for_native_tracing_says_so() -> None:
     from pytest_membudget.render.footprint import native_peak_lines
 
-    [line] = native_peak_lines({"skipped": {"call_seconds": 0.6}})
-    assert "not recorded, one call takes 0.60 s" in line and "where RSS rose" in line
+    [line] = native_peak_lines({"skipped": {"call_seconds": 0.6, "seconds": 2.8}})
+    assert "not recorded: one more call under memray would take about 2.8 s" in line
+    assert "one call takes 0.60 s" in line and "where RSS rose" in line

@@ -8,8 +8,9 @@ import weakref
 
 import pytest
 
-from pytest_membudget.measure import watch
-from pytest_membudget.measure.watch import PeakWatch, ThreadStack, stack_in
+from pytest_membudget.measure import stacks
+from pytest_membudget.measure.stacks import ThreadStack, stack_in
+from pytest_membudget.measure.watch import PeakWatch
 
 
 class Payload:
@@ -74,7 +75,7 @@ def test_a_call_that_returns_while_the_watch_reads_frees_its_locals(
         measured()
         left.set()
 
-    original = watch.is_user_frame
+    original = stacks.is_user_frame
 
     def paused(filename: str) -> bool:
         if not seen:
@@ -86,7 +87,7 @@ def test_a_call_that_returns_while_the_watch_reads_frees_its_locals(
     thread = threading.Thread(target=target)
     thread.start()
     inside.wait(10)
-    monkeypatch.setattr(watch, "is_user_frame", paused)
+    monkeypatch.setattr(stacks, "is_user_frame", paused)
     peak_watch = PeakWatch()
     assert thread.ident is not None
     peak_watch._target = thread.ident

@@ -13,7 +13,7 @@ from pytest_membudget.probes.memory import (
     MemoryReader,
     parse_pymalloc,
     parse_status,
-    stack_mappings,
+    stack_ranges,
 )
 
 STATUS = b"""Name:\tpython3
@@ -34,14 +34,10 @@ Total                                =          231,735,296
 Total                                =              655,360
 """
 
-SMAPS = b"""7f0000000000-7f0000800000 rw-p 00000000 00:00 0
-Size:               8192 kB
-Rss:                  16 kB
+MAPS = b"""55d000000000-55d000001000 r--p 00000000 08:01 1234                       /usr/bin/python3
+7f0000000000-7f0000800000 rw-p 00000000 00:00 0
 7f0000800000-7f0000801000 ---p 00000000 00:00 0
-Rss:                   0 kB
 7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]
-Size:                132 kB
-Rss:                  72 kB
 """
 
 
@@ -58,10 +54,9 @@ def test_pymalloc_in_use_and_what_its_arenas_hold_besides() -> None:
 
 
 def test_stacks_are_the_mappings_that_hold_a_threads_stack_pointer() -> None:
-    reserved, resident, found = stack_mappings(SMAPS.splitlines(keepends=True),
-                                               [0x7F00007FF000])
-    assert found == 2  # the thread's and the main thread's [stack]
-    assert reserved == 8192 * 1024 + 132 * 1024 and resident == (16 + 72) * 1024
+    ranges = stack_ranges(MAPS, [0x7F00007FF000])
+    # the thread's and the main thread's [stack]
+    assert ranges == [(0x7F0000000000, 0x7F0000800000), (0x7FFC00000000, 0x7FFC00021000)]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
