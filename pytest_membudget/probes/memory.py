@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pytest_membudget.evidence.composition import NAN, MemoryReading
-from pytest_membudget.probes.malloc import _mallinfo2
 from pytest_membudget.probes.allocators import Pool, pools
+from pytest_membudget.probes.malloc import _mallinfo2
 from pytest_membudget.probes.procfs import HeldReader, ProcFile, has_procfs, libc_function
 
 _STATUS_FIELDS = {b"VmRSS:": "rss", b"RssAnon:": "anon", b"RssFile:": "file",
