@@ -165,7 +165,10 @@ def _climb(s: _Search, batch: list[object], origins: list[str], ahead: list[obje
     missing = {i: names for i, names in wanted.items() if i not in held}
     for checked, ref in enumerate(s.untracked if missing else ()):
         if checked % UNTRACKED_CHECK == 0 and time.perf_counter() > s.deadline:
-            break
+            # Not every holder was looked at: what has none so far is not found, which
+            # is not "held by C code only" (a module's dict may be among the rest).
+            s.stopped = f"stopped short: its time ran out after {s.visited} objects"
+            return
         if id(ref) in s.ignored:
             continue
         child = next((c for c in gc.get_referents(ref) if id(c) in missing), None)

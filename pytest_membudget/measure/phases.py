@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # numpy stays out of the plugin's import
 PHASE_PROBE = "rss"
 #: Lines of the rise by line kept per phase.
 PHASE_LINES = 3
+#: Points of a phase's timeline kept (for the plot).
+PHASE_POINTS = 200
 
 
 def phase_spec(test_spec: BudgetSpec, budgets: Mapping[str, object], where: str) -> BudgetSpec:
@@ -51,13 +53,21 @@ class PhaseRow:
     rose: list[dict[str, Any]] = field(default_factory=list)
     #: The lines that started threads during the phase's highest entry, most first.
     threads: list[dict[str, Any]] = field(default_factory=list)
+    #: The highest entry's RSS over time (the watch's), and when it began, in seconds
+    #: since the test's first phase began.
+    timeline: dict[str, list[float]] = field(default_factory=dict)
+    began: float = 0.0
 
     @property
     def failed(self) -> bool:
         return self.verdict in (ProbeVerdict.FAIL, ProbeVerdict.STOPPED)
 
-    def add(self, result: MembudgetResult, m: Measurement, spec: BudgetSpec) -> None:
-        """Take in one entry of the phase: the highest rise of all, the latest of the rest."""
+    def add(self, result: MembudgetResult, m: Measurement, spec: BudgetSpec,
+            began: float = 0.0) -> None:
+        """Take in one entry of the phase (``began``: seconds since the test's first phase
+        began): the highest rise of all, the latest of the rest."""
+        from pytest_membudget.measure.footprint import timeline
+
         self.calls += 1
         rss = result.probes.get(PHASE_PROBE)
         if rss is not None and rss.rise > self.rise:
@@ -67,6 +77,8 @@ class PhaseRow:
                 self.composition = composition(seen.start, seen.peak, measured=rss.rise)
                 self.rose = seen.rose[:PHASE_LINES]
                 self.threads = seen.threads[:PHASE_LINES]
+                self.timeline = timeline(seen, PHASE_POINTS)
+                self.began = round(began, 6)
         stopped = result.stopped is StopReason.CEILING
         if rss is not None and len(rss.samples) and not stopped:
             # A stopped phase has no end of its own: what it left is not known.
@@ -87,7 +99,8 @@ class PhaseRow:
                 "left": finite_or_none(self.left), "verdict": self.verdict.value,
                 "budgets": list(self.budgets), "failures": list(self.failures),
                 "probes": dict(self.probes), "composition": self.composition,
-                "rose": list(self.rose), "threads": list(self.threads)}
+                "rose": list(self.rose), "threads": list(self.threads),
+                "timeline": dict(self.timeline), "began": self.began}
 
 
 @dataclass
@@ -96,6 +109,17 @@ class Phases:
 
     rows: dict[str, PhaseRow] = field(default_factory=dict)
     open: list[str] = field(default_factory=list)
+    #: When the test's first phase began (time.perf_counter), the clock of the timelines.
+    origin: float | None = None
+
+    def since_first(self) -> float:
+        """Seconds since the test's first phase began (now the first, if none had)."""
+        import time
+
+        now = time.perf_counter()
+        if self.origin is None:
+            self.origin = now
+        return now - self.origin
 
     @property
     def failed(self) -> list[PhaseRow]:
@@ -112,6 +136,7 @@ def run_phase(name: str, spec: BudgetSpec, phases: Phases) -> Generator[None, No
     from pytest_membudget.measure.loop import measure, open_measurement
 
     names = tuple(dict.fromkeys([PHASE_PROBE, *spec.probes]))
+    began = phases.since_first()
     m = open_measurement(spec, names)
     loop = measure(spec, m.probes, m, watch=True)
     phases.open.append(name)
@@ -124,7 +149,7 @@ def run_phase(name: str, spec: BudgetSpec, phases: Phases) -> Generator[None, No
             # saw; the test fails with the stop.
             with contextlib.suppress(StopIteration):
                 loop.throw(stop)
-            phases.rows.setdefault(name, PhaseRow(name)).add(build_result(m), m, spec)
+            phases.rows.setdefault(name, PhaseRow(name)).add(build_result(m), m, spec, began)
             raise
         except BaseException:
             loop.close()
@@ -134,4 +159,4 @@ def run_phase(name: str, spec: BudgetSpec, phases: Phases) -> Generator[None, No
     finally:
         phases.open.remove(name)
     row = phases.rows.setdefault(name, PhaseRow(name))
-    row.add(build_result(m), m, spec)
+    row.add(build_result(m), m, spec, began)

@@ -163,8 +163,30 @@ def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:
     axes.legend(fontsize=7, loc="upper right")
 
 
+def draw_phases(axes: Any, phases: list[Mapping[str, Any]]) -> None:
+    """A test's phases on one timeline: each one's RSS (its highest entry, as the watch read
+    it), its span shaded and named, its verdict in colour."""
+    drawn = [phase for phase in phases if (phase.get("timeline") or {}).get("seconds")]
+    scale, unit = _scale("rss", [v for phase in drawn for v in phase["timeline"]["rss"]])
+    for phase in drawn:
+        began = float(phase.get("began", 0.0))
+        seconds = [began + t for t in phase["timeline"]["seconds"]]
+        rss = [v / scale for v in phase["timeline"]["rss"]]
+        colour = {ProbeVerdict.FAIL.value: "#c44e52", ProbeVerdict.STOPPED.value: "#8c2d04",
+                  ProbeVerdict.PASS.value: "#2d7d46"}.get(phase.get("verdict", ""), "#555555")
+        axes.axvspan(seconds[0], seconds[-1], color=colour, alpha=0.12)
+        axes.plot(seconds, rss, color=colour, linewidth=1.0)
+        axes.text(seconds[0], max(rss), f" {phase['name']}: +{fmt('rss', phase.get('rise'))}"
+                  f" ({phase.get('verdict', '')})", fontsize=7, va="bottom", color=colour)
+    axes.set_title("phases over time (RSS, peak watch)", loc="left", fontsize=10)
+    axes.set_xlabel("seconds since the first phase began")
+    axes.set_ylabel(unit)
+    axes.grid(True, alpha=0.3)
+
+
 def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
-    """Draw one test's probes, one panel each, into ``path``."""
+    """Draw one test into ``path``: each probe's series, one panel each; a footprint's run
+    over time; its phases on one timeline."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -173,28 +195,45 @@ def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
     probes = {name: p for name, p in test.get("probes", {}).items() if p.get("samples")}
     evidence = test.get("peak_evidence") or {}
     timeline = evidence.get("timeline") or {}
-    drawn = max(len(probes), 1) + (1 if timeline.get("seconds") else 0)
-    figure = Figure(figsize=(8.5, 1.0 + 2.6 * drawn), layout="constrained")
-    panels = figure.subplots(drawn, 1, squeeze=False)[:, 0]
-    series = panels[: max(len(probes), 1)]
+    phases = [phase for phase in test.get("phases", [])
+              if (phase.get("timeline") or {}).get("seconds")]
+    drawn = len(probes) + bool(timeline.get("seconds")) + bool(phases)
+    figure = Figure(figsize=(8.5, 1.0 + 2.6 * max(drawn, 1)), layout="constrained")
+    panels = list(figure.subplots(max(drawn, 1), 1, squeeze=False)[:, 0])
+    series = panels[: len(probes)]
     for axes in series[1:]:
         axes.sharex(series[0])
     for axes, (name, probe) in zip(series, probes.items(), strict=False):
         draw_probe(axes, name, probe, int(test.get("warmup", 0)),
                    int(test.get("window_start", 0)))
-    series[-1].set_xlabel("iteration")
+    if series:
+        series[-1].set_xlabel("iteration")
+    rest = panels[len(probes):]
     if timeline.get("seconds"):
-        draw_timeline(panels[-1], evidence)
+        draw_timeline(rest.pop(0), evidence)
+    if phases:
+        draw_phases(rest.pop(0), phases)
     passed = "passed" if test.get("passed") else "FAILED"
-    figure.suptitle(f"{nodeid}\n{test.get('iterations')} measured iterations after "
-                    f"{test.get('warmup')} warm-up: budgets {passed}", fontsize=10)
+    figure.suptitle(f"{nodeid}\n{run_text(test)}: budgets {passed}", fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
     return path
 
 
+def run_text(test: Mapping[str, Any]) -> str:
+    """'640 measured iterations after 5 warm-up', '1 measured call', '3 phases'."""
+    iterations, warmup = int(test.get("iterations") or 0), int(test.get("warmup") or 0)
+    if not test.get("probes") and test.get("phases"):
+        return f"{len(test['phases'])} phase{'s' if len(test['phases']) != 1 else ''}"
+    what = "call" if iterations == 1 else "calls" if iterations < 10 else "iterations"
+    text = f"{iterations} measured {what}"
+    return text + (f" after {warmup} warm-up" if warmup else "")
+
+
 def plot_all(tests: Mapping[str, Mapping[str, Any]], folder: Path) -> list[Path]:
-    """One PNG per test that has samples; returns the files written."""
+    """One PNG per test that has samples or phases; returns the files written."""
     return [plot_test(nodeid, test, folder / file_name(nodeid))
             for nodeid, test in tests.items()
-            if any(p.get("samples") for p in test.get("probes", {}).values())]
+            if any(p.get("samples") for p in test.get("probes", {}).values())
+            or any((phase.get("timeline") or {}).get("seconds")
+                   for phase in test.get("phases", []))]

@@ -116,6 +116,31 @@ def test_a_search_out_of_time_says_it_stopped_short() -> None:
     assert found[0]["reason"].startswith("stopped short"), found
 
 
+BYTES_HELD: dict[str, bytes] = {}
+
+
+def test_a_holder_search_cut_short_is_no_root_of_c_code(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """An untracked object (bytes) a module's dict holds: the dict is found among the
+    untracked holders' referrers only if the scan of them runs to its end. Cut by the
+    deadline there, the search says it stopped short, never "held by C code only"."""
+    from pytest_membudget.evidence import paths
+
+    BYTES_HELD["blob"] = b"y" * 4096
+    deadline = time.perf_counter() + 60
+    real = time.perf_counter
+    calls = iter(range(1_000_000))
+
+    def clock() -> float:  # the deadline passes once the untracked scan has begun
+        return real() + (120 if next(calls) >= 1 else 0)
+
+    monkeypatch.setattr(paths.time, "perf_counter", clock)
+    found = retaining_paths([("bytes", 1)], {"bytes": [BYTES_HELD["blob"]]}, deadline=deadline,
+                            untracked=[BYTES_HELD])
+    assert found[0].get("path", {}).get("root", {}).get("kind") != RootKind.NATIVE.value, found
+    assert found[0].get("reason", "").startswith("stopped short"), found
+
+
 def test_a_type_without_a_new_object_to_start_from_gets_a_reason() -> None:
     found = retaining_paths([("list", 3)], {}, deadline=time.perf_counter() + 1)
     assert "path" not in found[0] and "no new object" in found[0]["reason"]

@@ -77,3 +77,20 @@ def test_a_footprint_failure_draws_the_run_over_time(tmp_path) -> None:
     bare = {**test, "peak_evidence": {}}
     plain = plot_test("t.py::test_phase", bare, tmp_path / "plain.png")
     assert height > matplotlib.image.imread(plain).shape[0]  # one more panel
+
+
+def test_a_test_measured_in_phases_gets_its_phases_on_one_timeline(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    phase = {"name": "solve", "rise": 96e6, "verdict": "fail", "began": 0.4,
+             "timeline": {"seconds": [0.0, 0.1, 0.2], "rss": [50e6, 146e6, 60e6],
+                          "traced": [0.0, 0.0, 0.0]}}
+    test = {"passed": False, "iterations": 0, "warmup": 0, "probes": {},
+            "phases": [{**phase, "name": "load", "verdict": "pass", "began": 0.0,
+                        "rise": 1e6}, phase]}
+    written = plots.plot_all({"t.py::test_phases": test, "t.py::test_none": {"probes": {}}},
+                             tmp_path)
+    assert [path.name for path in written] == [plots.file_name("t.py::test_phases")]
+    assert written[0].stat().st_size > 5_000
+    assert plots.run_text(test) == "2 phases"
+    assert plots.run_text({"iterations": 1, "warmup": 1, "probes": {"rss": {}}}) == (
+        "1 measured call after 1 warm-up")
