@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import compress, filterfalse, islice, repeat
 from operator import is_
 from typing import Any
@@ -90,16 +91,35 @@ class Atoms:
         self.dicts = list(islice(filter(None, dicts), self.MOST))
 
 
+@dataclass
+class Large:
+    """The large data objects of a heap (see large_object_bytes): their bytes, and the
+    ids and bytes of those of BIG bytes or more, by which a later count tells the objects
+    a call made from those that were there before it (a result replaced by the next one's
+    is as large, and new)."""
+
+    total: int = 0
+    big: dict[int, int] = field(default_factory=dict)
+
+    def new_bytes(self, before: Large) -> int:
+        """The bytes of the big objects here that were not among ``before``'s."""
+        return sum(size for key, size in self.big.items() if key not in before.big)
+
+
+#: The size from which a data object is told apart by its identity (Large.big).
+BIG = 64 * 1024
+
+
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
                 fresh: list[object] | None = None,
-                large: list[int] | None = None) -> Counter[str]:
+                large: Large | None = None) -> Counter[str]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
     about 0.2 s), since evidence runs this twice per failure. ``atoms``: told the atoms
     counted (see Atoms); ``fresh``: the objects the rerun made, whose atoms alone a second
     count lists when the first was slow (the atoms counted before are then taken as alive).
-    ``large``: told the bytes of the large data objects among the atoms (large_object_bytes)."""
+    ``large``: told the large data objects among the atoms and the tracked objects (Large)."""
     _ask_mapping_once()
     objects = gc.get_objects()
     if exclude:
@@ -116,7 +136,9 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
     listed = Counter(map(type, found.values()))
     by_type.update(listed)
     if large is not None:
-        large.append(large_object_bytes(list(found.values())))
+        listed_atoms = list(found.values())
+        large.total = large_object_bytes(listed_atoms)
+        large.big = big_objects(listed_atoms, objects)
     if atoms is not None:
         atoms.note(found, dicts, listed, time.perf_counter() - started)
     del objects, holders, found, dicts
@@ -148,6 +170,68 @@ def large_object_bytes(objects: list[object]) -> int:
         owned: list[Any] = list(compress(objects, map(is_, types, repeat(np.ndarray))))
         total += sum(int(obj.nbytes) for obj in owned if obj.base is None)
     return total
+
+
+def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
+    """The data objects of BIG bytes or more among ``atoms`` (numpy arrays that own their
+    data, bytes and strings, pyarrow's tables and arrays) and ``tracked`` (torch's tensors,
+    by their storage), by id: their bytes. Libraries never imported are not asked."""
+    found: dict[int, int] = {}
+    types = list(map(type, atoms))
+    for obj in compress(atoms, map(_TEXTS.__contains__, types)):
+        size = sys.getsizeof(obj)
+        if size >= BIG:
+            found[id(obj)] = size
+    np = sys.modules.get("numpy")
+    if np is not None:
+        array: Any
+        for array in compress(atoms, map(is_, types, repeat(np.ndarray))):
+            if array.base is None and array.nbytes >= BIG:
+                found[id(array)] = int(array.nbytes)
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        kinds = tuple(getattr(arrow, name) for name in ("Table", "RecordBatch",
+                                                       "ChunkedArray", "Array")
+                      if hasattr(arrow, name))
+        for obj in atoms:
+            if isinstance(obj, kinds):
+                size = int(obj.get_total_buffer_size())
+                if size >= BIG:
+                    found[id(obj)] = size
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        storages: set[int] = set()
+        tensor: Any
+        for tensor in compress(tracked, map(is_, map(type, tracked), repeat(torch.Tensor))):
+            storage = tensor.untyped_storage()
+            size, pointer = int(storage.nbytes()), int(storage.data_ptr())
+            if size >= BIG and pointer not in storages:
+                storages.add(pointer)
+                found[id(tensor)] = size
+    return found
+
+
+def young_bytes(exclude: Sequence[object] = ()) -> int:
+    """The bytes of the objects the collector tracks that are not frozen (gc.freeze): while
+    the window's policy holds everything older frozen, the objects the window made and that
+    are still alive, each at its own size (a library's ``__sizeof__`` that adds the data it
+    holds, as a DataFrame's does, is not asked: the data objects are counted apart, in
+    Large)."""
+    left_out = {id(obj) for obj in exclude}
+    own = object.__sizeof__
+    young = [obj for obj in gc.get_objects()
+             if id(obj) not in left_out and not type(obj).__module__.startswith(_OWN)]
+    sizes = [sys.getsizeof(obj) if type(obj).__module__ == "builtins" else own(obj)
+             for obj in young]
+    # The small atoms they hold (an element's text, a record's strings): untracked, so no
+    # list of the collector's shows them; the big ones are Large's.
+    atoms, _ = _untracked(_holders(young))
+    sizes += [size for size in map(sys.getsizeof, atoms.values()) if size < BIG]
+    # As the allocators hold them: pymalloc serves small requests in blocks of 16 bytes.
+    return sum(-(-size // 16) * 16 if size <= SMALL_REQUEST else size for size in sizes)
+
+
+_OWN = "pytest_membudget"
 
 
 def _holders(objects: list[object]) -> list[object]:

@@ -203,7 +203,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
         "kinds": {kind: round(kinds[kind]) for kind in KINDS},
         "dominant": dominant,
         "major": major,
-        "traced": traced is not None or own is not None,
+        "traced": traced is not None or own is not None or least > 0,
         "large_counted": large > 0 and traced is None and own is None,
         "threads": [start.threads, peak.threads],
     }
@@ -211,6 +211,8 @@ def composition(start: MemoryReading, peak: MemoryReading,
         found["missed"] = round(float(measured or 0.0))
     if named is not None:
         found["peak_python"] = round(named)
+    if least > 0:
+        found["traced_least"] = round(least)
     if split.untouched > 0:
         found["untouched"] = round(split.untouched)
     if split.reused > 0:

@@ -22,12 +22,12 @@ from collections.abc import Generator
 from typing import Any
 
 from pytest_membudget.evidence.composition import MemoryReading, composition
-from pytest_membudget.evidence.frames import source_line
+from pytest_membudget.evidence.frames import is_library, source_line
 from pytest_membudget.evidence.sites import _by_site
 
 #: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
 #: to the user's line that called them.
-CENSUS_FRAMES = 12
+CENSUS_FRAMES = 24
 #: The census copies tracemalloc's traces again when its bytes passed its last copy by this
 #: factor, and stops copying after COPY_SECONDS (each copy of a hundred thousand traces takes
 #: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
@@ -163,15 +163,17 @@ RESIDENT_PROBES = ("rss", "uss")
 HELD = ("python", "native", "file", "stacks")
 
 
-def call_state(peak: dict[str, Any], left: dict[str, float]) -> str:
+def call_state(peak: dict[str, Any], left: dict[str, float], kept_new: float = 0.0) -> str:
     """retained, transient or partly retained for the call as a whole: how much of the data
-    at the peak (HELD kinds) was still there when it returned. Lines only the watch saw get
-    it: tracemalloc cannot say it line by line for memory it does not trace."""
+    at the peak (HELD kinds) was still there when it returned, or, where more, the bytes of
+    the objects it made and kept (``kept_new``: a result that replaced the one before it
+    leaves the heap no larger). Lines only the watch saw get it: tracemalloc cannot say it
+    line by line for memory it does not trace."""
     at_peak = sum(max(peak["kinds"].get(kind, 0.0), 0.0) for kind in HELD)
     # A reading that missed the peak holds less than the peak did: the measured rise was
     # there at the peak, of whatever kind.
     at_peak = max(at_peak, float(peak.get("missed", 0.0)))
-    kept = sum(max(left.get(kind, 0.0), 0.0) for kind in HELD)
+    kept = max(sum(max(left.get(kind, 0.0), 0.0) for kind in HELD), kept_new)
     if at_peak <= 0:
         # The reading held none of them (all of it other anonymous memory, or the
         # allocators' free memory): the rise as a whole against what was left of it.
@@ -196,6 +198,15 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
     rise tracemalloc does not account for: pages first touched on a line (np.zeros, then a
     copy into it) belong to the allocation the census found elsewhere."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
+    # Memory allocated where no line of the user's code was on the stack (a library's own
+    # threads: pandas parses in a pool) was made for the user's line that ran then: the one
+    # RSS rose most under, which waited for them.
+    context = next((entry for entry in rose if entry.get("file")), None)
+    if context is not None:
+        traced = [{**entry, "via_file": context["file"], "via_line": context["line"],
+                   "in_threads": True}
+                  if not entry.get("via_file") and is_library(entry["file"]) else entry
+                  for entry in traced]
     # Several library lines under one user line (numpy's ones: empty, then copyto) are one
     # entry, shown with the largest of them (``traced`` comes largest first).
     for entry in traced:
@@ -256,7 +267,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
                 end: MemoryReading, rose: list[dict[str, Any]],
                 census: dict[str, Any] | None, one_call: bool = True, *,
                 traced_at_peak: float | None = None, retained_large: float = 0.0,
-                threads: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                threads: list[dict[str, Any]] | None = None,
+                kept_new: float = 0.0) -> dict[str, Any]:
     """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
     the lines (merged), the composition at the measured peak and what was left of it at the
     call's end, and how close the census came to the traced peak. ``one_call``: the measured
@@ -266,7 +278,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     bytes of the large data objects the run left alive (numpy arrays, bytes and strings over
     512 B), Python's in the untraced readings: at the call's end, and at the peak beyond
     what the Python share holds; ``threads``: the lines that started threads (the watch's), first
-    where stacks are most of the rise."""
+    where stacks are most of the rise; ``kept_new``: the bytes of the objects the run made and
+    kept (see call_state)."""
     traced_lines = census["lines"] if census else []
     traced, least = None, 0.0
     # A census whose tracing was stopped during the call (past its time) saw part of it:
@@ -300,7 +313,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
                    for entry in threads[:1]), *lines]
     for entry in lines:
         if "state" not in entry or entry.get("source") != "traced":
-            entry["state"] = call_state(found, left)
+            entry["state"] = call_state(found, left, kept_new)
             entry["state_of"] = "call"
     head, rest = shown(lines, rise)
     report: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_membudget.evidence.census import type_counts
+from pytest_membudget.evidence.census import Large, type_counts, young_bytes
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
 from pytest_membudget.judge.spec import BudgetSpec
@@ -102,7 +102,7 @@ class Census:
     (census.large_object_bytes): the start of what it leaves alive."""
 
     types: Counter[str]
-    large: int
+    large: Large
     #: Whether a warm-up ran after the types were counted: they are the run's start's, and
     #: ``large`` is the measured window's.
     warmed: bool = False
@@ -113,17 +113,17 @@ def types_at_start(spec: BudgetSpec) -> Census | None:
     heap: tens of milliseconds in a test process."""
     if not footprint_budgets(spec):
         return None
-    large: list[int] = []
+    large = Large()
     types = type_counts(exclude=_line_cache(), large=large)
-    return Census(types, large[0])
+    return Census(types, large)
 
 
 def after_warm_up(start: Census) -> Census:
     """``start`` with the large data objects counted again where the measured window
     begins (only their bytes are kept: the count's tables would stay in a traced heap)."""
-    large: list[int] = []
-    type_counts(exclude=(start, start.types, *_line_cache()), large=large)
-    return Census(start.types, large[0], warmed=True)
+    large = Large()
+    type_counts(exclude=(start, start.types, start.large, *_line_cache()), large=large)
+    return Census(start.types, large, warmed=True)
 
 
 def _line_cache() -> list[object]:
@@ -137,23 +137,39 @@ def _line_cache() -> list[object]:
     return held
 
 
-def kept_types(m: Measurement, start: Census | None) -> dict[str, Any] | None:
+def young(m: Measurement) -> int | None:
+    """For a failing peak or rise, while the window's freeze holds: the bytes of the
+    objects the collector tracks that the window made and still holds (census.young_bytes);
+    None for other runs."""
+    if m.start_types is None or not failing_footprint(m):
+        return None
+    return young_bytes((m, m.start_types, m.start_types.types))
+
+
+def kept_types(m: Measurement, start: Census | None,
+               young: int | None = None) -> dict[str, Any] | None:
     """For a failing peak or rise: the object types alive at the end of the run that were
     not at its start (what it kept: a cache it filled), by count, and the bytes of the large
     data objects it kept (numpy arrays, bytes and strings over 512 B: glibc's memory, which
-    an untraced reading counts as native). Counted after the window's freeze is lifted,
-    before any rerun. None where no footprint budget failed."""
+    an untraced reading counts as native); and the bytes of the objects the run made and
+    kept, told from the older ones by identity (``new_bytes``: the big data objects that
+    were not there at its start, and the tracked objects it made, ``young``): a result that
+    replaced the one before it is kept, though the heap holds no more than before. Counted
+    after the window's freeze is lifted, before any rerun. None where no footprint budget
+    failed."""
     if start is None or not failing_footprint(m):
         return None
     began = time.perf_counter()
-    large: list[int] = []
-    grown = type_counts(exclude=(start, start.types, *_line_cache()), large=large)
+    large = Large()
+    grown = type_counts(exclude=(start, start.types, start.large, *_line_cache()),
+                        large=large)
     grown.subtract(start.types)
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
             if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
-    return {"rows": rows, "large_bytes": max(large[0] - start.large, 0),
+    return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
+            "new_bytes": large.new_bytes(start.large) + (young or 0),
             "seconds": round(time.perf_counter() - began, 6),
             **({"since": "run"} if start.warmed else {})}
 
@@ -188,7 +204,8 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
                          m.measured <= 1, traced_at_peak=traced_at_peak,
                          retained_large=float((kept or {}).get("large_bytes", 0)),
-                         threads=seen.threads)
+                         threads=seen.threads,
+                         kept_new=float((kept or {}).get("new_bytes", 0)))
     if census is None:
         report["census"] = {**report.get("census", {}), "skipped": cost}
     if "native" in report["composition"].get("major", ()):

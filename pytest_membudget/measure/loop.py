@@ -138,8 +138,10 @@ def measure(
             m.watched, peak_watch = peak_watch.stop(), None
         m.verdict = m.judge()
         if m.verdict.failed and spec.run.evidence:
+            # What the window made and still holds, while the freeze tells it from the rest.
+            young = footprint.young(m) if collection.frozen else None
             collection.release()  # evidence must see every object, the old ones too
-            types = footprint.kept_types(m, m.start_types)
+            types = footprint.kept_types(m, m.start_types, young)
             m.evidence = yield from _evidence(m, probe_set, iteration)
             m.verdict = _cache_held(m.verdict, m.evidence)
             m.peak_evidence = yield from footprint.peak_evidence(

@@ -56,7 +56,9 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
     """The rise by kind, what was left of each when the call returned (``stopped``: once
     the stopped call's frames were let go), and what to do about the large ones."""
     rise = found.get("rise")
-    untraced = "" if found.get("traced") else (
+    untraced = (f" (the traced call was cut at the evidence's deadline: Python objects were at "
+                f"least the {size(found['traced_least'])} it saw alive)"
+                if found.get("traced_least") else "") if found.get("traced") else (
         " (not traced: numpy arrays, bytes and strings the run kept count as Python objects, "
         "other objects over 512 B and freed ones in the native heap)"
         if found.get("large_counted") else
@@ -232,7 +234,9 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     elif inner:
         verb = {"rose": "running", "threads": "started"}.get(entry.get("source", ""),
                                                               "allocated")
-        lines.append(f"        {verb} in {inner}")
+        lines.append(f"        {verb} in {inner}"
+                     + (", in threads the library ran for this line" if entry.get("in_threads")
+                        else ""))
     return lines
 
 
