@@ -198,11 +198,11 @@ def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
                 size = int(obj.get_total_buffer_size())
                 if size >= BIG:
                     found[id(obj)] = size
-    torch = sys.modules.get("torch")
-    if torch is not None:
+    tensor_type = getattr(sys.modules.get("torch"), "Tensor", None)
+    if isinstance(tensor_type, type) and hasattr(tensor_type, "untyped_storage"):
         storages: set[int] = set()
         tensor: Any
-        for tensor in compress(tracked, map(is_, map(type, tracked), repeat(torch.Tensor))):
+        for tensor in compress(tracked, map(is_, map(type, tracked), repeat(tensor_type))):
             storage = tensor.untyped_storage()
             size, pointer = int(storage.nbytes()), int(storage.data_ptr())
             if size >= BIG and pointer not in storages:

@@ -325,7 +325,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
             "traced_peak": census["traced"],
             "captured": int(sum(e["bytes"] for e in traced_lines)),
             "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0),
-            **({"cut": True} if census.get("cut") else {})}
+            **({"cut": True} if census.get("cut") else {}),
+            **{key: census[key] for key in ("held", "call_seconds") if key in census}}
     else:
         report["census"] = {"skipped_blocks": int(peak.blocks - start.blocks)
                             if math.isfinite(peak.blocks - start.blocks) else None}

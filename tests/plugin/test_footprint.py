@@ -245,23 +245,53 @@ def test_pool(membudget):
 """
 
 
-def test_a_rise_while_the_thread_waits_for_a_pool_names_the_waiting_line(
+def test_a_rise_in_a_pools_worker_names_the_workers_line_and_the_line_that_waited(
         pytester: pytest.Pytester) -> None:
-    """The measured thread waits in ``Future.result`` (threading.py) while a pool's worker
-    allocates: the rise goes to the user's line, said to be waiting for other threads, not
-    to be running in threading.py (pandas' ``read_csv`` read so)."""
+    """The measured thread waits in ``Future.result`` while a pool's worker runs the user's
+    own function and allocates: the rise goes to the worker's line, with the line that
+    waited for it beside it, never to threading.py."""
     result, tests = run(pytester, WAITING_FOR_A_POOL)
     result.assert_outcomes(failed=1)
     first = tests["test_pool"]["peak_evidence"]["lines"][0]
     # pytester writes the source stripped of its leading blank line.
-    waits = next(number for number, text in enumerate(WAITING_FOR_A_POOL.strip().splitlines(), 1)
-                 if "the test's thread waits here" in text)
-    assert first["line"] == waits and first.get("waiting") is True, first
+    numbered = list(enumerate(WAITING_FOR_A_POOL.strip().splitlines(), 1))
+    waits = next(number for number, text in numbered if "the test's thread waits here" in text)
+    work = {number for number, text in numbered if "LIBC.m" in text and "chunks" in text}
+    assert first["line"] in work and first.get("waited_line") == waits, first
     assert "threading.py" not in first.get("inner_file", ""), first
     text = result.stdout.str()
-    assert "waiting for other threads" in text, text
-    assert "running in" not in text, text
+    assert "run by other threads while" in text and "waited for them" in text, text
     assert "C code held the interpreter" not in text, text
+
+
+LIBRARY_POOL = """
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+
+POOL = ThreadPoolExecutor(1)
+
+def load():
+    return len(POOL.submit(bytearray, 80 << 20).result())  # the test's thread waits here
+
+@pytest.mark.membudget(rss_rise="30 MiB")
+def test_pool(membudget):
+    membudget.run(load)
+"""
+
+
+def test_a_rise_in_a_librarys_threads_names_the_line_that_waited(
+        pytester: pytest.Pytester) -> None:
+    """A library's own threads allocate (pandas' ``read_csv`` parses in a pool): no line of
+    the user's code runs there, so the rise goes to the user's line that waited, said to be
+    waiting for other threads, not to be running in threading.py."""
+    result, tests = run(pytester, LIBRARY_POOL)
+    result.assert_outcomes(failed=1)
+    first = tests["test_pool"]["peak_evidence"]["lines"][0]
+    waits = next(number for number, text in enumerate(LIBRARY_POOL.strip().splitlines(), 1)
+                 if "the test's thread waits here" in text)
+    assert (first.get("via_line") or first["line"]) == waits, first
+    text = result.stdout.str()
+    assert "running in" not in text and "waiting for other threads" in text, text
 
 
 HELD_INTERPRETER = """
