@@ -119,8 +119,9 @@ OPTIONS: tuple[Option, ...] = (
            "so that a runaway fails the test and not the machine: '4x' the largest rss or "
            "uss rise or peak budget, a size such as '8 GiB', or 'off'", "4x",
            metavar="4x|SIZE|off"),
-    Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
-           "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
+    Option("require_cuda", "fail, instead of skipping, a test whose budget on a device probe "
+           "(cuda_*, jax_device_*, xpu_*, mps_*, cupy_*) cannot be measured (no torch, JAX or "
+           "CuPy, no device): for GPU CI jobs", "false", kind="bool"),
     Option("sweep", "repeat every test in place and judge it for leaks, marked or not: 'fail' "
            "(the flag alone) fails the leaking tests, 'report' fails nothing and lists them, "
            "'off'; see docs/sweep.md", "off", kind="optional", metavar="fail|report|off",
