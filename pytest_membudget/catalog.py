@@ -155,8 +155,8 @@ DEVICE_PROBES: list[ProbeInfo] = [
     # JAX: the arrays alive in the process (jax.live_arrays(): the default backend's, the
     # CPU's too) and the compilations of the process (jax.monitoring's compile events).
     *_device("jax", "jax.probe", (
-        ("arrays", "arrays", 8, "live jax.Arrays of the default backend (jax.live_arrays())"),
-        ("array_bytes", B, 4096,
+        ("arrays", "arrays", 4, "live jax.Arrays of the default backend (jax.live_arrays())"),
+        ("array_bytes", B, 256,
          "bytes of the live jax.Arrays' elements (their logical size, not the device's "
          "padding or the copies of a replicated array)"),
         ("compiles", "compiles", 1,

@@ -70,6 +70,8 @@ def array_lines(arrays: Mapping[str, Any]) -> list[str]:
         head = (where(row["file"], row["line"], row.get("function")) if row.get("file")
                 else "no creation stack (JAX recorded none)")
         lines.append(f"    {head}: {row['count']} arrays, {fmt('jax_array_bytes', row['bytes'])}")
+        if row.get("code"):
+            lines.append(f"        {row['code']}")
         if row.get("library_file"):
             lines.append("      made in " + where(row["library_file"], row["library_line"],
                                                   row.get("library_function")))
@@ -92,6 +94,8 @@ def compile_lines(compiles: Mapping[str, Any]) -> list[str]:
         defined = (f", defined at {where(row['defined_file'], row['defined_line'])}"
                    if row.get("defined_file") else "")
         lines.append(f"    {row['function']}: {row['compiles']} compilations{call}{defined}")
+        if row.get("call_code"):
+            lines.append(f"        {row['call_code']}")
         for change in row.get("changes", ())[:4]:
             lines.append(f"      {change['kind'].replace('_', ' ')} of {change['arg']} changed: "
                          f"now {change['now']}, before {change['before']}")

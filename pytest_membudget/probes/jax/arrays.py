@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own
+from pytest_membudget.evidence.frames import first_user, is_library, is_own, source_line
 
 #: JAX's own code, in site-packages or a source checkout, on any platform.
 _JAX_DIRS = ("/jax/", "/jaxlib/", "\\jax\\", "\\jaxlib\\")
@@ -80,7 +80,8 @@ def _where(frame: Any | None, prefix: str) -> dict[str, Any]:
     if frame is None:
         return {}
     return {f"{prefix}file": str(frame.file_name), f"{prefix}line": int(frame.line_num),
-            f"{prefix}function": str(frame.function_name)}
+            f"{prefix}function": str(frame.function_name),
+            f"{prefix}code": source_line(str(frame.file_name), int(frame.line_num))}
 
 
 def by_line(arrays: Sequence[Any], top: int = TOP) -> list[dict[str, Any]]:

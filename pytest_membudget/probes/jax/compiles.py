@@ -14,7 +14,7 @@ import sys
 from collections import Counter, deque
 from typing import Any
 
-from pytest_membudget.evidence.frames import is_own, is_user_frame
+from pytest_membudget.evidence.frames import is_own, is_user_frame, source_line
 from pytest_membudget.probes.jax.arrays import is_jax
 from pytest_membudget.probes.jax.explain import HEADER, parse, strongest
 
@@ -153,6 +153,8 @@ class CompileLog:
                            **{k: latest[k] for k in ("defined_file", "defined_line",
                                                       "call_file", "call_line")
                               if latest.get(k) is not None})
+            if row.get("call_file"):
+                row["call_code"] = source_line(row["call_file"], row["call_line"])
             rows.append(row)
         return {"functions": rows, "total": sum(self.functions.values()),
                 "explanations": self.option_was is not None}
