@@ -10,9 +10,10 @@ from collections import Counter
 from typing import Any
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
+from pytest_membudget.probes.packages import in_packages
 
-#: CuPy's own code, in site-packages or a source checkout, on any platform.
-_CUPY_DIRS = ("/cupy/", "/cupyx/", "/cupy_backends/", "\\cupy\\", "\\cupyx\\")
+#: CuPy's own packages: their code is CuPy's machinery.
+CUPY_PACKAGES = ("cupy", "cupyx", "cupy_backends")
 HOOK_NAME = "pytest_membudget"
 TOP = 10
 #: Frames walked from an allocation outwards, at most.
@@ -26,7 +27,7 @@ def _frames() -> list[tuple[str, int, str]]:
     frame = sys._getframe(2)
     while frame is not None and len(found) < DEPTH:
         name = frame.f_code.co_filename
-        if not any(part in name for part in _CUPY_DIRS) and not is_own(name):
+        if not in_packages(name, CUPY_PACKAGES) and not is_own(name):
             found.append((name, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back  # type: ignore[assignment]
     return found

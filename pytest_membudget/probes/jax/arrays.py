@@ -17,9 +17,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own, source_line
+from pytest_membudget.probes.packages import in_packages
 
-#: JAX's own code, in site-packages or a source checkout, on any platform.
-_JAX_DIRS = ("/jax/", "/jaxlib/", "\\jax\\", "\\jaxlib\\")
+#: JAX's own packages: their code is JAX's machinery, wherever they are installed.
+JAX_PACKAGES = ("jax", "jaxlib")
 #: Rows of the evidence, and shapes listed per row.
 TOP = 10
 SHAPES = 4
@@ -55,7 +56,9 @@ def new_since(arrays: Iterable[Any], before: dict[int, Any]) -> list[Any]:
 
 
 def is_jax(filename: str) -> bool:
-    return any(part in filename for part in _JAX_DIRS)
+    """A frame of JAX's own code: in the jax or jaxlib package imported here, or installed
+    as a package (a user's folder named jax is not JAX's)."""
+    return in_packages(filename, JAX_PACKAGES)
 
 
 def _filename(frame: Any) -> str:
