@@ -4,6 +4,7 @@ allocator at its peak, and CuPy's live allocations by line. Reads data; decides 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,25 @@ REMEDIES: dict[str, str] = {
     "them",
 }
 _SITE_PACKAGES = ("site-packages/", "dist-packages/")
+#: What a change is of, by its kind.
+CHANGED = {Recompile.SHAPE.value: "shape", Recompile.DTYPE.value: "dtype",
+           Recompile.WEAK_TYPE.value: "weak type", Recompile.STATIC.value: "value",
+           Recompile.PYTREE.value: "structure", Recompile.CONTEXT.value: "setting"}
+#: JAX's path to a leaf of (args, kwargs): ``[0][1]`` is the second positional argument.
+_POSITIONAL = re.compile(r"\[0\]\[(?P<index>\d+)\](?P<rest>.*)")
+_KEYWORD = re.compile(r"\[1\]\['(?P<name>[^']+)'\](?P<rest>.*)")
+
+
+def argument(path: str) -> str:
+    """An argument as JAX names it (its name, or its path in the call's arguments), for a
+    person: ``x``, ``argument 1``, ``argument n``."""
+    match = _POSITIONAL.fullmatch(path)
+    if match:
+        return f"argument {match['index']}{match['rest']}"
+    match = _KEYWORD.fullmatch(path)
+    if match:
+        return f"argument {match['name']}{match['rest']}"
+    return path
 
 
 def where(file: object, line: object, function: object = None) -> str:
@@ -97,8 +117,9 @@ def compile_lines(compiles: Mapping[str, Any]) -> list[str]:
         if row.get("call_code"):
             lines.append(f"        {row['call_code']}")
         for change in row.get("changes", ())[:4]:
-            lines.append(f"      {change['kind'].replace('_', ' ')} of {change['arg']} changed: "
-                         f"now {change['now']}, before {change['before']}")
+            lines.append(f"      {CHANGED.get(change['kind'], 'type')} of "
+                         f"{argument(change['arg'])} changed: now {change['now']}, before "
+                         f"{change['before']}")
         kind = row.get("kind", Recompile.OTHER.value)
         lines.append(f"      remedy: {REMEDIES.get(kind, REMEDIES[Recompile.OTHER.value])}")
     if not compiles.get("explanations", True):
