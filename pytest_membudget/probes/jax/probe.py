@@ -29,7 +29,7 @@ class JaxSource(SharedSource):
     def __init__(self) -> None:
         super().__init__(None)
         self.jax = load()
-        self.array_users = self.compile_users = self.device_users = 0
+        self.array_users = self.bytes_users = self.compile_users = self.device_users = 0
         self.count = self.bytes = 0
         self.compiles: CompileLog | None = None
         self.device: DeviceAllocator | None = None
@@ -38,9 +38,7 @@ class JaxSource(SharedSource):
 
     @classmethod
     def for_probe(cls, name: str) -> JaxSource:
-        return cls.acquire(None, cls, array_users=name in ARRAY_PROBES,
-                           compile_users=name == "jax_compiles",
-                           device_users=name in DEVICE_PROBES)
+        return cls.acquire(None, cls, **_uses(name))
 
     def start(self, name: str, peaks: bool) -> None:
         if name == "jax_compiles" and self.compiles is None:
@@ -59,8 +57,10 @@ class JaxSource(SharedSource):
             self.compiles.open_window()
 
     def refresh(self) -> None:
-        if self.array_users:
+        if self.bytes_users:
             self.count, self.bytes = tally(self.jax.live_arrays())
+        elif self.array_users:
+            self.count = len(self.jax.live_arrays())
         if self.device is not None:
             self.device.refresh()
 
@@ -163,10 +163,14 @@ class JaxProbe(Probe):
 
     def stop(self) -> None:
         if self.source is not None:
-            self.source.release(array_users=self.name in ARRAY_PROBES,
-                                compile_users=self.name == "jax_compiles",
-                                device_users=self.name in DEVICE_PROBES)
+            self.source.release(**_uses(self.name))
             self.source = None
+
+
+def _uses(name: str) -> dict[str, bool]:
+    """What the probe ``name`` needs of the run's source."""
+    return {"array_users": name in ARRAY_PROBES, "bytes_users": name == "jax_array_bytes",
+            "compile_users": name == "jax_compiles", "device_users": name in DEVICE_PROBES}
 
 
 def _factory(name: str) -> type[Probe]:
