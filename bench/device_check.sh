@@ -135,5 +135,5 @@ step 04_jax_example 150 "${PYTEST[@]}" examples/jax_replay \
     --membudget-json "$OUT/04_jax_example.json"
 step 05_cpu_side_tests 90 "${PYTEST[@]}" -q tests/unit/probes/jax \
     tests/unit/probes/test_cupy_probe.py tests/unit/probes/test_accelerator.py \
-    tests/plugin/test_jax_probes.py
+    tests/plugin/test_jax_probes.py tests/plugin/test_jax_device.py
 echo "total: $((SECONDS - START)) s" | tee -a "$SUMMARY"
