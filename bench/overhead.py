@@ -1,11 +1,13 @@
 """Overhead of pytest-membudget: cost of one sample per probe, and whole runs against a bare
 loop of the same iterations; the process-tree probes with 4 worker processes alive.
 
-    python bench/overhead.py [--repeats 3] [--torch] [--tree-only]
+    python bench/overhead.py [--repeats 3] [--torch] [--tree-only] [--jax]
 
 ``--torch`` imports torch first, so that the workers are forked from a process the size of
 a training job's (their page tables, which smaps_rollup walks, are that size too).
-``--tree-only`` measures only the process-tree probes.
+``--tree-only`` measures only the process-tree probes. ``--jax`` measures only the JAX
+probes (JAX's CPU build): one sample with 100 and 10,000 live arrays, and whole runs with
+100 arrays alive.
 
 Prints figures; asserts nothing (timing targets live here, never in tests).
 """
@@ -157,12 +159,17 @@ def main() -> None:
                         help="import torch first (workers forked from a training-size process)")
     parser.add_argument("--tree-only", action="store_true",
                         help="only the process-tree probes (children, children_uss, tree_pss)")
+    parser.add_argument("--jax", action="store_true",
+                        help="only the JAX probes (jax_arrays, jax_array_bytes, jax_compiles)")
     parser.add_argument("--watch-only", action="store_true",
                         help="only what the RSS watched beside budgets blind to native memory "
                              "costs (py_blocks and heap budgets, with and without it)")
     args = parser.parse_args()
     if args.watch_only:
         watch_rows(args.repeats)
+        return
+    if args.jax:
+        jax_rows(args.repeats)
         return
     if args.torch:
         import torch  # noqa: F401
@@ -203,6 +210,48 @@ LENGTHS: tuple[tuple[float, int | str], ...] = (
     (1e-4, 2000), (1e-3, 1000), (1e-2, 200), (1e-3, "auto"))
 TREE_LENGTHS: tuple[tuple[float, int | str], ...] = (
     (1e-3, 1000), (1e-2, 200), (1e-3, "auto"), (1e-2, "auto"))
+
+
+JAX_PROBES = ("jax_arrays", "jax_array_bytes", "jax_compiles")
+
+
+def jax_sample_cost(arrays: int, samples: int = 200) -> float:
+    """One sample of the JAX probes (the live arrays listed and tallied once, the compile
+    count read) with ``arrays`` live arrays."""
+    import jax.numpy as jnp
+
+    keep = [jnp.full((16,), float(i)) for i in range(arrays)]
+    probes = [create(name) for name in JAX_PROBES]
+    for probe in probes:
+        probe.start()
+    try:
+        begin = time.perf_counter()
+        for _ in range(samples):
+            probes[0].sync()  # one refresh serves the three (ProbeSet keeps one per kind)
+            for probe in probes:
+                probe.read()
+        return (time.perf_counter() - begin) / samples
+    finally:
+        for probe in probes:
+            probe.stop()
+        del keep
+
+
+def jax_rows(repeats: int) -> None:
+    import jax.numpy as jnp
+
+    print("Cost of one sample of the JAX probes (jax_arrays, jax_array_bytes, jax_compiles)")
+    print(f"  {'live arrays':<32}{'µs':>10}")
+    for arrays in (100, 10_000):
+        print(f"  {arrays:<32,}{jax_sample_cost(arrays) * 1e6:>10.1f}")
+    keep = [jnp.full((16,), float(i)) for i in range(100)]
+    print("\nWhole run against a bare loop of the same iterations, 100 live arrays "
+          f"(median of {repeats}; workload = busy loop)")
+    print(f"  {'budgets':<34}{'per iter':>7}{'iters':>10}{'stride':>7}{'bare s':>9}"
+          f"{'plugin s':>10}{'ratio':>8}")
+    run_set("jax_arrays, jax_array_bytes, jax_compiles",
+            dict.fromkeys(JAX_PROBES, 0), repeats, LENGTHS)
+    del keep
 
 
 def watch_rows(repeats: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_membudget.vocabulary import ProbeKind
 
@@ -66,6 +67,14 @@ class ProbeInfo:
     #: and objects of this process): what a judgement inside the window leaves behind is
     #: taken out of its series (measure.probeset.ProbeSet.rebaser).
     own_memory: bool = False
+    #: The device stack the probe reads ("cuda", "jax", "cupy", "xpu", "mps"), or "" for the
+    #: host process's own memory: a failing peak or rise of such a probe is told by its own
+    #: source (the allocator's books, the arrays alive), not by the host's peak watch, and
+    #: its growth gets no native stacks.
+    stack: str = ""
+    #: Whether the probe needs an accelerator (a GPU, a TPU, an XPU): where none is, its
+    #: budget is skipped with the reason, or failed under --membudget-require-cuda.
+    needs_device: bool = False
 
     @property
     def ample_growth(self) -> float:
@@ -107,6 +116,83 @@ NATIVE_WATCH = "rss"
 OBJECTS_AMPLE = 1_000_000.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
+#: Counts of the device probes, by their unit.
+BLOCKS, SEGMENTS, RETRIES = "blocks", "segments", "retries"
+#: A device probe's facts as the tables below write them: (name after the stack's prefix,
+#: unit (B for bytes, else the count's unit), resolution, what it reads[, ample growth]).
+DeviceFacts = tuple[Any, ...]
+
+
+def _device(stack: str, module: str, facts: tuple[DeviceFacts, ...], *,
+            needs_device: bool = True, traced: bool = True) -> list[ProbeInfo]:
+    """The probes of one device stack, named ``<stack>_<name>``."""
+    found = []
+    for name, unit, resolution, description, *ample in facts:
+        kind = B if unit is B else COUNT
+        found.append(ProbeInfo(f"{stack}_{name}", kind, "B" if unit is B else unit, resolution,
+                               module, description, traced_evidence=traced,
+                               ample=ample[0] if ample else None, stack=stack,
+                               needs_device=needs_device))
+    return found
+
+
+#: The figures torch's caching allocators book under the same keys on every device (CUDA's,
+#: XPU's, read through torch.accelerator.memory): blocks rounded to 512 bytes.
+_TORCH_POOLS: tuple[DeviceFacts, ...] = (
+    ("allocated", B, 4096, "bytes in tensors (allocated_bytes.all.current)"),
+    ("reserved", B, 2 * 1024**2,
+     "bytes the caching allocator holds from the device (reserved_bytes.all.current)"),
+    ("small_pool", B, 4096, "active bytes in the small pool (blocks of 1 MiB or less)"),
+    ("large_pool", B, 4096, "active bytes in the large pool (blocks over 1 MiB)"),
+    ("small_blocks", BLOCKS, 1, "active blocks in the small pool", 100_000.0),
+    ("large_blocks", BLOCKS, 1, "active blocks in the large pool"),
+    ("segments", SEGMENTS, 1, "segments the allocator reserved from the device"),
+    ("alloc_retries", RETRIES, 1,
+     "allocations that had to free cached blocks and retry: memory pressure"),
+)
+
+DEVICE_PROBES: list[ProbeInfo] = [
+    # JAX: the arrays alive in the process (jax.live_arrays(): the default backend's, the
+    # CPU's too) and the compilations of the process (jax.monitoring's compile events).
+    *_device("jax", "jax.probe", (
+        ("arrays", "arrays", 4, "live jax.Arrays of the default backend (jax.live_arrays())"),
+        ("array_bytes", B, 256,
+         "bytes of the live jax.Arrays' elements (their logical size, not the device's "
+         "padding or the copies of a replicated array)"),
+        ("compiles", "compiles", 1,
+         "XLA compilations in the process (jax.monitoring's backend compile events): a "
+         "jitted function that compiles again per call grows it"),
+    ), needs_device=False, traced=False),
+    # JAX's allocator on a GPU or TPU (Device.memory_stats(), summed over the local
+    # devices of the default backend); JAX on CPU keeps no such figures.
+    *_device("jax", "jax.probe", (
+        ("device_used", B, 4096,
+         "bytes in use in JAX's device allocator (memory_stats bytes_in_use): arrays and "
+         "the buffers of running computations"),
+        ("device_reserved", B, 2 * 1024**2,
+         "bytes JAX's allocator holds from the device (memory_stats pool_bytes, else "
+         "bytes_reserved): with preallocation, most of the device from the start"),
+    ), traced=False),
+    # torch's allocators of other accelerators, through torch.accelerator.memory.
+    *_device("xpu", "accelerator", _TORCH_POOLS),
+    *_device("mps", "accelerator", (
+        ("allocated", B, 4096, "bytes in tensors (torch.mps.current_allocated_memory, or "
+         "allocated_bytes.all.current where torch wires MPS to the generic allocator)"),
+        ("reserved", B, 2 * 1024**2, "bytes the MPS allocator's heaps hold "
+         "(reserved_bytes.all.current; torch with the generic allocator only)"),
+        ("driver", B, 2 * 1024**2, "bytes the Metal driver holds for the process "
+         "(torch.mps.driver_allocated_memory): tensors, the allocator's cache and the rest"),
+    )),
+    # CuPy's memory pools (cupy.get_default_memory_pool()): blocks rounded to 512 bytes.
+    *_device("cupy", "cupy.probe", (
+        ("used", B, 4096, "bytes of the device pool in use by arrays (used_bytes())"),
+        ("total", B, 4096, "bytes the device pool holds from the device, in use or free "
+         "(total_bytes())"),
+        ("free_blocks", BLOCKS, 8, "free blocks cached in the device pool (n_free_blocks())"),
+        ("pinned_free_blocks", BLOCKS, 8,
+         "free blocks cached in the pinned host pool (n_free_blocks())"),
+    ), traced=False),
+]
 
 PROBES: dict[str, ProbeInfo] = {
     p.name: p
@@ -164,29 +250,22 @@ PROBES: dict[str, ProbeInfo] = {
                   "waiting)", relative_resolution=0.10),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
         # to 512 bytes; the resolution is eight of them.
-        ProbeInfo("cuda_allocated", B, "B", 4096, "cuda.probe",
-                  "bytes in tensors (allocated_bytes.all.current)", traced_evidence=True),
-        ProbeInfo("cuda_reserved", B, "B", 2 * 1024**2, "cuda.probe",
-                  "bytes the caching allocator holds from the device (reserved_bytes)",
-                  traced_evidence=True),
-        ProbeInfo("cuda_small_pool", B, "B", 4096, "cuda.probe",
-                  "active bytes in the small pool (blocks of 1 MiB or less)",
-                  traced_evidence=True),
-        ProbeInfo("cuda_large_pool", B, "B", 4096, "cuda.probe",
-                  "active bytes in the large pool (blocks over 1 MiB)", traced_evidence=True),
-        ProbeInfo("cuda_small_blocks", COUNT, "blocks", 1, "cuda.probe",
-                  "active blocks in the small pool", traced_evidence=True,
-                  ample=100_000.0),  # blocks of 512 B to 1 MiB: 64 say little
-        ProbeInfo("cuda_large_blocks", COUNT, "blocks", 1, "cuda.probe",
-                  "active blocks in the large pool", traced_evidence=True),
-        ProbeInfo("cuda_segments", COUNT, "segments", 1, "cuda.probe",
-                  "segments reserved from the device (cudaMalloc calls alive)",
-                  traced_evidence=True),
-        ProbeInfo("cuda_alloc_retries", COUNT, "retries", 1, "cuda.probe",
-                  "allocations that had to free cached blocks and retry: memory pressure",
-                  traced_evidence=True),
-        ProbeInfo("cuda_device_used", B, "B", 2 * 1024**2, "cuda.probe",
-                  "bytes used on the whole device by every process (cudaMemGetInfo)",
-                  traced_evidence=True),
+        *_device("cuda", "cuda.probe", (
+            ("allocated", B, 4096, "bytes in tensors (allocated_bytes.all.current)"),
+            ("reserved", B, 2 * 1024**2,
+             "bytes the caching allocator holds from the device (reserved_bytes)"),
+            ("small_pool", B, 4096, "active bytes in the small pool (blocks of 1 MiB or less)"),
+            ("large_pool", B, 4096, "active bytes in the large pool (blocks over 1 MiB)"),
+            # blocks of 512 B to 1 MiB: 64 say little
+            ("small_blocks", BLOCKS, 1, "active blocks in the small pool", 100_000.0),
+            ("large_blocks", BLOCKS, 1, "active blocks in the large pool"),
+            ("segments", SEGMENTS, 1,
+             "segments reserved from the device (cudaMalloc calls alive)"),
+            ("alloc_retries", RETRIES, 1,
+             "allocations that had to free cached blocks and retry: memory pressure"),
+            ("device_used", B, 2 * 1024**2,
+             "bytes used on the whole device by every process (cudaMemGetInfo)"),
+        )),
+        *DEVICE_PROBES,
     )
 }

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_membudget import distributed, interpreter
 from pytest_membudget import settings as _settings
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
 from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
@@ -146,7 +147,7 @@ def _skip_unavailable(spec: BudgetSpec, nodeid: str, require_cuda: bool) -> None
         if not reason:
             continue
         message = f"membudget: the {name} budget cannot be measured here: {reason}"
-        if require_cuda and name.startswith("cuda"):
+        if require_cuda and PROBES[name].needs_device:
             pytest.fail(f"{nodeid}: {message} (--membudget-require-cuda is set)", pytrace=False)
         pytest.skip(message)
 

@@ -120,8 +120,9 @@ OPTIONS: tuple[Option, ...] = (
            "memory), or besides that '4x' the largest rss or uss rise or peak budget or a "
            "size of RSS rise such as '8 GiB' above the measured call's start; 'off': never",
            "machine", metavar="machine|4x|SIZE|off"),
-    Option("require_cuda", "fail, instead of skipping, a test whose cuda_* budget cannot be "
-           "measured (no torch, no CUDA device): for GPU CI jobs", "false", kind="bool"),
+    Option("require_cuda", "fail, instead of skipping, a test whose budget on a device probe "
+           "(cuda_*, jax_device_*, xpu_*, mps_*, cupy_*) cannot be measured (no torch, JAX or "
+           "CuPy, no device): for GPU CI jobs", "false", kind="bool"),
     Option("sweep", "repeat every test in place and judge it for leaks, marked or not: 'fail' "
            "(the flag alone) fails the leaking tests, 'report' fails nothing and lists them, "
            "'off'; see docs/sweep.md", "off", kind="optional", metavar="fail|report|off",

@@ -204,3 +204,26 @@ class RootKind(str, Enum):
     FRAME = "live frame's local"
     #: no object Python can see refers to it: C code holds it
     NATIVE = "held by C code only"
+
+
+class Recompile(str, Enum):
+    """What changed between two calls of a jitted function that made it compile again."""
+
+    #: an argument's shape (a batch that grows, a sequence of each length)
+    SHAPE = "shape"
+    #: an argument's dtype
+    DTYPE = "dtype"
+    #: a Python scalar one call, a typed array the next (JAX's weak types)
+    WEAK_TYPE = "weak_type"
+    #: a static argument's value
+    STATIC = "static"
+    #: the structure of the arguments (a list of another length, a dict with other keys)
+    PYTREE = "pytree"
+    #: the function is a new object on each call (jax.jit inside the loop, a new lambda)
+    REDEFINED = "redefined"
+    #: a function JAX had not seen before
+    NEW_FUNCTION = "new_function"
+    #: JAX's configuration or a context manager differs between the calls
+    CONTEXT = "context"
+    #: JAX gave no explanation (a library's function, an eager operation on a new shape)
+    OTHER = "other"

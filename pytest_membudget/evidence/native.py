@@ -47,7 +47,7 @@ def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
     """A failing budget on memory that native code moves, and tracemalloc saw no Python
     allocation grow: the growth is native."""
     return sites == [] and any(PROBES[name].kind is ProbeKind.BYTES
-                               and not name.startswith("cuda") and name != "heap"
+                               and not PROBES[name].stack and name != "heap"
                                for name in failing)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, type_counts, young_bytes
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
@@ -191,7 +192,7 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     device = (probe_set.peak_evidence([name for name, _ in failing])
               if probe_set is not None else {})
     probe, rise = failing[0]
-    if all(name.startswith("cuda") for name, _ in failing):
+    if all(PROBES[name].stack for name, _ in failing):
         # The device's own evidence says it; the host's memory is not what failed.
         return {"probe": probe, "rise": rise, **device, "seconds": clock.spent()}
     call_seconds = seen.seconds / max(m.measured, 1)

@@ -52,11 +52,13 @@ def capacity_for(spec: BudgetSpec) -> int:
 
 def probe_options(spec: BudgetSpec) -> dict[str, Any]:
     """What the probes of a run of ``spec`` are told: the device, whether to record the
-    allocator's history, and whether a CUDA peak is budgeted (its peaks are then reset and
-    read, and the history keeps the trace a peak is replayed from)."""
+    allocator's history, whether a CUDA peak is budgeted (its peaks are then reset and
+    read, and the history keeps the trace a peak is replayed from), and which probes have a
+    peak or rise budget (a device probe then reads its source's own peak)."""
+    footprint = tuple(dict.fromkeys(b.probe for b in spec.budgets if b.kind.footprint))
     return {"device": spec.run.device, "cuda_history": spec.run.cuda_history,
-            "cuda_peaks": any(b.kind.footprint and b.probe.startswith("cuda")
-                              for b in spec.budgets)}
+            "cuda_peaks": any(name.startswith("cuda") for name in footprint),
+            "footprint": footprint}
 
 
 def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
+from pytest_membudget.render.devices import cupy_lines, jax_lines, jax_peak_lines
 from pytest_membudget.render.footprint import peak_lines
 from pytest_membudget.render.retention import native_lines, path_lines
 from pytest_membudget.render.session import inconclusive_reasons, note_reasons
@@ -83,9 +84,20 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines += cuda_pool_lines(result)
     lines += process_lines(result.evidence_data)
     lines += evidence_lines(result.evidence_data)
+    lines += device_evidence_lines(result.evidence_data)
     lines += peak_lines(result.peak_evidence)
     lines += cuda_peak_lines(result.peak_evidence)
+    lines += jax_peak_lines(result.peak_evidence)
     return "\n".join(lines)
+
+
+def device_evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    """What JAX's and CuPy's own books say of the growth, under its own heading when the
+    host evidence has none."""
+    lines = jax_lines(evidence) + cupy_lines(evidence)
+    if not lines:
+        return []
+    return ["", "Device evidence:", *lines]
 
 
 def cuda_peak_lines(evidence: dict[str, Any]) -> list[str]:
