@@ -302,14 +302,17 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         elif peak < 0.5 * float(found.get("rise") or 0.0):
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}, under half the "
                          "rise: most of it was not Python objects")
-        elif census.get("held", 0) >= 0.5 * census.get("call_seconds", 0):
+        elif "held" in census and census["held"] >= 0.5 * census.get("call_seconds", 0):
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
                          f"traces was made near it (C code held the interpreter for "
                          f"{census['held']:.2f} s of the call's {census['call_seconds']:.2f} s)")
-        else:
+        elif "held" in census:
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
                          "traces was made near it (the watch's thread did not get to run "
                          "then: busy threads kept it waiting)")
+        else:
+            lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
+                         "traces was made near it")
         if census.get("cut") and census.get("captured"):
             lines.append("  tracing stopped before the call returned (it ran past its time): "
                          "what the lines left is the call's as a whole")
