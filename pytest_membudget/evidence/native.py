@@ -43,6 +43,41 @@ PEAK_TOP = 5
 SMALL_PEAK_LINE = 0.01
 
 
+#: What memray's first use in a process costs before it records anything: per MiB of the
+#: native code loaded (it reads the libraries' symbols to name native frames: about 1 s in a
+#: process with numpy, 6 s with torch), beside a start of its own; later uses start at once.
+FIRST_USE_SECONDS = 0.5
+SYMBOLS_SECONDS_PER_MIB = 0.013
+LATER_USE_SECONDS = 0.05
+_used = False
+
+
+def first_use() -> bool:
+    """Whether memray has not run in this process yet (its start is then costly)."""
+    return not _used
+
+
+def start_seconds() -> float:
+    """What starting memray here would cost (see FIRST_USE_SECONDS)."""
+    if _used:
+        return LATER_USE_SECONDS
+    return FIRST_USE_SECONDS + SYMBOLS_SECONDS_PER_MIB * _code_mib()
+
+
+def _code_mib() -> float:
+    """MiB of executable code mapped from files into this process (/proc/self/maps)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            lines = [line.split(None, 2) for line in maps if b" r-xp " in line]
+    except OSError:
+        return 0.0
+    total = 0
+    for fields in lines:
+        low, _, high = fields[0].partition(b"-")
+        total += int(high, 16) - int(low, 16)
+    return total / (1 << 20)
+
+
 def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
     """A failing budget on memory that native code moves, and tracemalloc saw no Python
     allocation grow: the growth is native."""
@@ -78,6 +113,8 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
     memray = _memray()
     if isinstance(memray, dict):
         return memray
+    global _used
+    _used = True
     directory = tempfile.mkdtemp(prefix="membudget-native-")
     capture = os.path.join(directory, "native.bin")
     try:
@@ -112,6 +149,8 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     memray = _memray()
     if isinstance(memray, dict):
         return memray
+    global _used
+    _used = True
     directory = tempfile.mkdtemp(prefix="membudget-native-peak-")
     capture = os.path.join(directory, "peak.bin")
     began = time.perf_counter()

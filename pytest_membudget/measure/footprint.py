@@ -16,7 +16,9 @@ import numpy as np
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, type_counts, young_bytes
+from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
+from pytest_membudget.evidence.native import start_seconds as native_start_seconds
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
@@ -36,9 +38,8 @@ EVIDENCE_SECONDS = 1.0
 #: times slower traced.
 TRACE_BLOCK_SECONDS = 5e-6
 HELD_SLOWDOWN = 5.0
-#: What one more call under memray costs: its start (an import, a capture file to read)
-#: and its native tracing's slowdown of the call.
-NATIVE_START_SECONDS = 0.4
+#: What one more call under memray costs beside its start (evidence/native.start_seconds):
+#: its native tracing's slowdown of the call.
 NATIVE_SLOWDOWN = 4.0
 #: The rerun's own highest reading stands for the run's where it rose at least this share of
 #: the run's rise.
@@ -213,13 +214,14 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
         # Native memory is a large share of the peak: one more call under memray (where it
         # is installed) names the native allocations alive at its highest point, where it
         # fits; else the lines where RSS rose stand alone.
-        native_cost = NATIVE_START_SECONDS + NATIVE_SLOWDOWN * call_seconds
+        native_cost = native_start_seconds() + NATIVE_SLOWDOWN * call_seconds
         if clock.fits(native_cost):
             native = yield from native_at_peak(iteration + (census is not None))
             report["native"] = _seen_by_memray(native, report["composition"])
         else:
             report["native"] = {"skipped": {"seconds": round(native_cost, 3),
-                                            "call_seconds": round(call_seconds, 3)}}
+                                            "call_seconds": round(call_seconds, 3),
+                                            "first_use": native_first_use()}}
     report.update(device)
     report.update(watch_facts(seen))
     report["seconds"] = clock.spent()

@@ -362,24 +362,20 @@ class PeakWatch:
                 "run_rise": rss - self._run_start}
 
     def _unmapping(self, reading: MemoryReading) -> bool:
-        """Whether a capture is past the data's highest moment, so that the reading it
-        would replace stands for the peak: the data in use (glibc's bytes, pymalloc's
-        blocks) fell by a large share of the rise since that reading, while RSS rose.
-        Either the memory was freed and the allocators keep it (their free memory rose by
-        much of the fall: the pages are resident, and the moment most data was in use came
-        before), or C code freed it without the GIL and the kernel is still unmapping its
-        pages: glibc takes a freed mapped block out of its figures before they go (150 MiB
-        of "other anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and
-        free). RSS, read again every UNMAP_PAUSE (the GIL let go) for up to UNMAP_WAIT, then
-        falls by half as much (150 MiB took 2 to 5 ms)."""
-        standing = self._peak
-        fell = _in_use(standing) - _in_use(reading)
+        """Whether a capture fell inside a free that C code made without the GIL (a ctypes
+        call), so that the reading it would replace stands for the peak: glibc takes a freed
+        mapped block out of its figures before the kernel has unmapped its pages, and a
+        capture in between reads the pages resident and glibc's bytes gone (150 MiB of "other
+        anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and free). Such a
+        capture reads glibc's bytes in use fallen by a large share of the rise since the
+        reading it would replace, while RSS rose; RSS, read again every UNMAP_PAUSE (the GIL
+        let go, the unmapping going on) for up to UNMAP_WAIT, then falls by half as much
+        (150 MiB took 2 to 5 ms). Memory freed and kept by the allocators does not fall:
+        where RSS rose on past it (a fragmented heap), the capture is the highest moment's."""
+        fell = self._peak.malloc_used - reading.malloc_used
         if not fell > max(UNMAP_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
             return False
-        kept = _free(reading) - _free(standing)
-        if kept >= fell / 2:
-            return True
         deadline = time.perf_counter() + UNMAP_WAIT
         while time.perf_counter() < deadline:
             time.sleep(UNMAP_PAUSE)
@@ -550,18 +546,6 @@ def _announcing(watch: PeakWatch, on: bool = True) -> None:
         if threading.Thread.start is _start_announced:
             threading.Thread.start = _SAVED_START  # type: ignore[method-assign,assignment]
         _SAVED_START = None
-
-
-def _in_use(reading: MemoryReading) -> float:
-    """The data the allocators hold in use at a reading (what this system tells of it)."""
-    return sum(value for value in (reading.malloc_used, reading.pymalloc_used)
-               if math.isfinite(value))
-
-
-def _free(reading: MemoryReading) -> float:
-    """The free memory the allocators keep at a reading."""
-    return sum(value for value in (reading.malloc_free, reading.pymalloc_free)
-               if math.isfinite(value))
 
 
 def _describe(line: _Line) -> dict[str, Any]:

@@ -143,10 +143,14 @@ def native_peak_lines(native: dict[str, Any]) -> list[str]:
                 "a pointer of its own, as ctypes does), so none are listed; the lines are "
                 "where RSS rose"]
     if native.get("skipped"):
+        skipped = native["skipped"]
+        why = f"one call takes {skipped['call_seconds']:.2f} s"
+        if skipped.get("first_use"):
+            why += ("; memray's first use in a process reads the symbols of the native code "
+                    "loaded")
         return [f"  native allocations at the peak: not recorded: one more call under "
-                f"memray would take about {native['skipped'].get('seconds', 0):.1f} s (one "
-                f"call takes {native['skipped']['call_seconds']:.2f} s), past what the "
-                "evidence has left of its second; the lines are where RSS rose"]
+                f"memray would take about {skipped.get('seconds', 0):.1f} s ({why}), past "
+                "what the evidence has left of its second; the lines are where RSS rose"]
     lines = [f"  native allocations alive at the peak (memray, one more call, which peaked at "
              f"{size(native.get('peak'))}):"]
     if native.get("reason"):

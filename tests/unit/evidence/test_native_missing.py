@@ -109,3 +109,24 @@ def test_a_call_too_long_for_native_tracing_says_so() -> None:
     [line] = native_peak_lines({"skipped": {"call_seconds": 0.6, "seconds": 2.8}})
     assert "not recorded: one more call under memray would take about 2.8 s" in line
     assert "one call takes 0.60 s" in line and "where RSS rose" in line
+
+
+def test_memrays_first_use_in_a_process_is_costed_by_the_native_code_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_membudget.evidence import native
+
+    monkeypatch.setattr(native, "_used", False)
+    monkeypatch.setattr(native, "_code_mib", lambda: 400.0)  # a process with torch
+    assert native.first_use()
+    first = native.start_seconds()
+    assert first == native.FIRST_USE_SECONDS + 400 * native.SYMBOLS_SECONDS_PER_MIB > 1.0
+    monkeypatch.setattr(native, "_used", True)
+    assert native.start_seconds() == native.LATER_USE_SECONDS < first
+
+
+def test_a_first_use_of_memray_too_costly_says_why() -> None:
+    from pytest_membudget.render.footprint import native_peak_lines
+
+    [line] = native_peak_lines({"skipped": {"call_seconds": 0.1, "seconds": 5.3,
+                                            "first_use": True}})
+    assert "would take about 5.3 s" in line and "first use in a process" in line

@@ -75,14 +75,3 @@ def test_a_ctypes_malloc_and_free_is_native_in_every_watch() -> None:
                                  measured=seen.highest - seen.start.rss)["dominant"])
     assert set(named) <= {"native", None}, named
 
-
-def test_a_capture_after_the_data_was_freed_and_kept_does_not_stand_for_the_peak() -> None:
-    """A pool's workers freed their arrays and glibc keeps the memory (their arenas are not
-    trimmed): RSS rose a little more, the data in use fell, the free memory rose. The
-    moment most data was in use came before; that reading stands (the capture would have
-    named the peak the allocators' free memory)."""
-    kept = replace(START, rss=226 * MIB, anon=206 * MIB, malloc_used=20 * MIB,
-                   malloc_free=141 * MIB)
-    assert composition(START, kept)["dominant"] == "allocator_free"  # what it would say
-    peak_watch = _watch([0.0])  # RSS is not read: the kept memory tells it at once
-    assert peak_watch._unmapping(kept)
