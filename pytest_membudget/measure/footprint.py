@@ -29,9 +29,10 @@ from pytest_membudget.vocabulary import Status
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
 #: Seconds the evidence at a peak may add to a run. Its steps (one more call traced, one
-#: more under memray) run in turn where their estimated cost fits what is left, and the
-#: traced call's tracing stops at the deadline.
+#: more under memray) run in turn where their estimated cost fits what is left; the traced
+#: call's tracing stops at TRACING_SHARE of it, leaving the rest to read what it copied.
 EVIDENCE_SECONDS = 1.0
+TRACING_SHARE = 0.8
 #: What tracing adds to one more call: per new interpreter block at the peak (each one is
 #: traced, and copied by the census), and per second the call held the interpreter in one
 #: C call (json.loads, json.dumps), which nothing can cut short: such code runs several
@@ -265,7 +266,7 @@ def _traced_rerun(m: Measurement, iteration: int, clock: Clock, rise: float
     seen = m.watched
     assert seen is not None
     counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
-                         deadline=clock.began + EVIDENCE_SECONDS)
+                         deadline=clock.began + TRACING_SHARE * EVIDENCE_SECONDS)
     watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
     watch.start()
     heap = m.probes.get("heap")
