@@ -250,7 +250,7 @@ class MemBudget:
         __tracebackhide__ = True
         from pytest_membudget.evidence.frames import let_go, stopped_at
         from pytest_membudget.measure.results import build_result
-        from pytest_membudget.render.footprint import (
+        from pytest_membudget.render.stopped import (
             phase_details,
             phase_lines,
             runaway_message,

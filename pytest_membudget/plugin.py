@@ -195,7 +195,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         state.active = False
     if state.phases.failed:
-        from pytest_membudget.render.footprint import phases_message
+        from pytest_membudget.render.stopped import phases_message
 
         raise BudgetExceeded(phases_message(item.nodeid, state.phases.to_list()))
     return None

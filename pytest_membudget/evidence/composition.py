@@ -146,17 +146,9 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     python, native = max(python + moved, 0.0), native - moved
     pymalloc_free = _delta(peak.pymalloc_free, start.pymalloc_free)
     glibc_free = _delta(peak.malloc_free, start.malloc_free)
-    # Free memory kept at the start and in use now (pymalloc's blocks, glibc's chunks).
-    reusable = max(-pymalloc_free, 0.0) + max(-glibc_free, 0.0)
     room = max(anon - tracer - stacks, 0.0)
-    excess = python + native + max(pymalloc_free, 0.0) - room
-    reused = untouched = 0.0
-    if excess > 0:
-        reused = min(excess, reusable)
-        untouched = excess - reused
-        cut = min(excess, native)
-        native -= cut
-        python = max(python - (excess - cut), 0.0)
+    python, native, reused, untouched = _within(python, native, room - max(pymalloc_free, 0.0),
+                                                max(-pymalloc_free, 0.0) + max(-glibc_free, 0.0))
     rest = room - python - native - max(pymalloc_free, 0.0)
     # A library's own allocator: what it says it holds in use is native memory (its own
     # mappings, not glibc's), and what it held at its highest and gave back, kept free.
@@ -169,6 +161,19 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
              "allocator_free": max(pymalloc_free, 0.0) + glibc_kept + pool_kept,
              "file": max(file, 0.0), "stacks": stacks, "other": max(rest - pool_kept, 0.0)}
     return Kinds(kinds, reused, untouched, pooled, pool_kept)
+
+
+def _within(python: float, native: float, room: float, reusable: float
+            ) -> tuple[float, float, float, float]:
+    """Python's and the native heap's shares within ``room`` (what the resident rise leaves
+    them), and what was beyond it: reused (as far as ``reusable``, the free memory kept at
+    the start and in use now) or not yet resident; taken out of the native heap first."""
+    excess = python + native - max(room, 0.0)
+    if excess <= 0:
+        return python, native, 0.0, 0.0
+    reused = min(excess, reusable)
+    cut = min(excess, native)
+    return max(python - (excess - cut), 0.0), native - cut, reused, excess - reused
 
 
 def composition(start: MemoryReading, peak: MemoryReading,

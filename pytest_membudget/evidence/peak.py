@@ -263,6 +263,18 @@ def stacks_lead(found: dict[str, Any]) -> bool:
     return found.get("dominant") == "stacks"
 
 
+def python_share(census: dict[str, Any] | None, one_call: bool,
+                 traced_at_peak: float | None) -> tuple[float | None, float]:
+    """The Python share a traced call gives the composition (None: the readings' own), and
+    the least it was: a census whose tracing was stopped during the call (past its time)
+    saw part of it, and what it saw alive is the least the Python share was."""
+    if not census or not one_call:
+        return None, 0.0
+    if traced_at_peak is not None or not census.get("cut"):
+        return (traced_at_peak if traced_at_peak is not None else census["traced"]), 0.0
+    return None, float(census["traced"])
+
+
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
                 end: MemoryReading, rose: list[dict[str, Any]],
                 census: dict[str, Any] | None, one_call: bool = True, *,
@@ -281,13 +293,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     where stacks are most of the rise; ``kept_new``: the bytes of the objects the run made and
     kept (see call_state)."""
     traced_lines = census["lines"] if census else []
-    traced, least = None, 0.0
-    # A census whose tracing was stopped during the call (past its time) saw part of it:
-    # what it saw alive is the least the Python share was, beside the readings' estimate.
-    if census and one_call and (traced_at_peak is not None or not census.get("cut")):
-        traced = traced_at_peak if traced_at_peak is not None else census["traced"]
-    elif census and one_call:
-        least = float(census["traced"])
+    traced, least = python_share(census, one_call, traced_at_peak)
     untraced = max(rise - traced, 0.0) if traced is not None else math.inf
     if census and not one_call:
         untraced = max(rise - census["traced"], 0.0)
@@ -316,18 +322,21 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
             entry["state"] = call_state(found, left, kept_new)
             entry["state_of"] = "call"
     head, rest = shown(lines, rise)
-    report: dict[str, Any] = {
-        "probe": probe, "rise": rise, "lines": head, "more": rest,
-        "composition": found, "left": left,
-    }
-    if census is not None:
-        report["census"] = {
-            "traced_peak": census["traced"],
+    return {"probe": probe, "rise": rise, "lines": head, "more": rest,
+            "composition": found, "left": left,
+            "census": census_summary(census, traced_lines, start, peak)}
+
+
+def census_summary(census: dict[str, Any] | None, traced_lines: list[dict[str, Any]],
+                   start: MemoryReading, peak: MemoryReading) -> dict[str, Any]:
+    """What the evidence says of its traced call: its peak, how much of it the lines hold,
+    its copies, whether it was cut and how long the interpreter was held; or, without one,
+    the new interpreter blocks at the peak."""
+    if census is None:
+        blocks = peak.blocks - start.blocks
+        return {"skipped_blocks": int(blocks) if math.isfinite(blocks) else None}
+    return {"traced_peak": census["traced"],
             "captured": int(sum(e["bytes"] for e in traced_lines)),
             "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0),
             **({"cut": True} if census.get("cut") else {}),
             **{key: census[key] for key in ("held", "call_seconds") if key in census}}
-    else:
-        report["census"] = {"skipped_blocks": int(peak.blocks - start.blocks)
-                            if math.isfinite(peak.blocks - start.blocks) else None}
-    return report

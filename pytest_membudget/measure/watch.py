@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import sys
 import threading
 import time
@@ -32,17 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import is_library, is_own, source_line
+from pytest_membudget.evidence.frames import is_library, is_own
+from pytest_membudget.measure.lines import Lines, Seen
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
     ThreadStack,
-    Where,
     frames_of,
     running_line,
 )
+from pytest_membudget.measure.starts import announcing, start_announced
+from pytest_membudget.probes.heap import traced_reader
 from pytest_membudget.probes.memory import MemoryReader
-from pytest_membudget.probes.procfs import ProcFile, has_procfs
 from pytest_membudget.probes.room import RoomReader
+from pytest_membudget.probes.rss import held_rss_reader
 
 #: Seconds between readings.
 INTERVAL = 0.001
@@ -64,12 +65,6 @@ TIMELINE_ROWS = 2048
 #: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
 #: for the GIL after each read, while the workload runs Python.
 SWITCH_INTERVAL = 0.0002
-#: A rise read while the measured thread is in this plugin's code, between calls, is the
-#: workload's from this size on: the plugin's own work between calls (a sample, a judgement)
-#: touches far less.
-OWN_RISE = 1024 * 1024
-#: Other lines of a function kept beside the one that rose most.
-OTHER_LINES = 3
 #: Seconds between two stops of a workload that is still above the ceiling (code that
 #: catches every exception swallows the first).
 REFIRE_SECONDS = 0.05
@@ -115,21 +110,6 @@ class WatchReport:
     held: float = 0.0
 
 
-#: Where a rise is seen: the frames of the line at work (see frames_of) and, where that line
-#: is another thread's the measured thread waited for, the measured thread's waiting line.
-Seen = tuple[Where | None, Where | None, bool, Where | None]
-
-
-@dataclass
-class _Line:
-    bytes: float = 0.0
-    frames: tuple[Any, ...] = ()
-    #: Whether the thread was waiting for others (a lock, a future) when the rise was seen.
-    waiting: bool = False
-    #: Where the measured thread waited while other threads ran this line (a pool's).
-    waited_at: Where | None = None
-
-
 @dataclass
 class PeakWatch:
     """``ceiling``: the RSS rise above the start at which the workload is stopped (inf: never).
@@ -163,13 +143,12 @@ class PeakWatch:
         # Opened here, not in the watch's thread once the run has begun: opening a file lets
         # go of the GIL, and a workload that then holds it in one long C call (json.loads)
         # would run to its end before the watch's first reading.
-        self._read_rss = _rss_reader()
-        self._lines: dict[tuple[Any, ...], _Line] = {}
-        self._started: dict[tuple[Any, ...], _Line] = {}
+        self._read_rss = held_rss_reader()
+        self._lines, self._started = Lines(), Lines()
         # Threads the measured thread started through Thread.start, by the line that called
         # it (written by that thread alone), and the threads the watch has counted.
         self._announced: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-        self._announced_lines: dict[tuple[Any, ...], _Line] = {}
+        self._announced_lines = Lines()
         self._seen: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._timeline = np.zeros((TIMELINE_ROWS, 3))
         self._rows = 0
@@ -203,7 +182,7 @@ class PeakWatch:
         sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL))
         # The threads there are now, the watch's own among them, are not the workload's.
         self._seen.update(threading.enumerate())
-        _announcing(self)
+        announcing(self)
         self._began = self._window_began = time.perf_counter()
         self._held, self._last_reading = 0.0, 0.0
         self._begin.set()
@@ -220,7 +199,7 @@ class PeakWatch:
             self._highest = reading.rss
             self._window_began = time.perf_counter()
             self._peak_at = self._window_began - self._began
-            self._lines, self._started, self._announced_lines = {}, {}, {}
+            self._lines, self._started, self._announced_lines = Lines(), Lines(), Lines()
             self._held, self._last_reading = 0.0, self._peak_at
             self._epoch += 1
 
@@ -238,7 +217,7 @@ class PeakWatch:
         began = self._begin.is_set()
         self._begin.set()
         self._thread.join()
-        _announcing(self, False)
+        announcing(self, False)
         sys.setswitchinterval(self._switch)
         if not began:  # stopped before it began (a probe could not start)
             self._start = self._peak = self._reader.read(stacks=False)
@@ -251,21 +230,19 @@ class PeakWatch:
             self._room.close()
         self._stack.close()
         self._own_stack.close()
-        for key, line in self._announced_lines.items():
-            self._started.setdefault(key, _Line(frames=key)).bytes += line.bytes
+        self._started.merge(self._announced_lines)
         return WatchReport(
             start=self._start, peak=self._peak, end=end, highest=self._highest,
-            seconds=time.perf_counter() - self._window_began, rose=self._rose(),
+            seconds=time.perf_counter() - self._window_began, rose=self._lines.rose(),
             timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
             stopped=self._stopped, samples=self._samples, warmup=dict(self._warmup),
             window_at=self._window_began - self._began, held=self._held,
-            threads=[{**_describe(line), "threads": round(line.bytes)} for line in sorted(
-                self._started.values(), key=lambda line: line.bytes, reverse=True)])
+            threads=self._started.threads())
 
     # -- the watch's thread -----------------------------------------------------------------
 
     def _watch(self) -> None:
-        read_rss, traced = self._read_rss, _traced_reader()
+        read_rss, traced = self._read_rss, traced_reader()
         self._begin.wait()
         if self._halt.is_set():
             read_rss.close()
@@ -305,7 +282,7 @@ class PeakWatch:
             taken = self._reader.capture() if rss >= next_reading else None
             self._highest, self._peak_at = rss, clock() - self._began
             if where is not None:
-                self._attribute(where, rss - attributed)
+                self._lines.add(where, rss - attributed)
                 attributed = rss
             if taken is not None:
                 # The stacks after the capture (their files let go of the GIL): threads
@@ -327,7 +304,7 @@ class PeakWatch:
             # other threads, or not through Thread.start) go to the line running now.
             fresh = self._unannounced()
             if fresh:
-                self._attribute(self._frames(), fresh, self._started)
+                self._started.add(self._frames(), fresh, threads=True)
         now = clock() - self._began
         self._held = max(self._held, now - self._last_reading)
         self._last_reading = now
@@ -426,11 +403,11 @@ class PeakWatch:
         own = 0
         while own < len(stack) and is_own(stack[own][0]):
             own += 1
-        if not 0 < own < len(stack) or stack[own - 1][2] != _start_announced.__name__:
+        if not 0 < own < len(stack) or stack[own - 1][2] != start_announced.__name__:
             return
         del stack[:own]
         inner, user, _ = frames_of(stack, waits=False)
-        self._attribute((inner, user, False, None), 1.0, self._announced_lines)
+        self._announced_lines.add((inner, user, False, None), 1.0, threads=True)
 
     def _unannounced(self) -> int:
         """Threads the watch has not counted yet that the measured thread did not announce."""
@@ -440,28 +417,6 @@ class PeakWatch:
                 self._seen.add(thread)
                 fresh += thread not in self._announced
         return fresh
-
-    def _attribute(self, where: Seen, amount: float,
-                   into: dict[tuple[Any, ...], _Line] | None = None) -> None:
-        """Add ``amount`` (bytes of rise, or threads started) to the line running now."""
-        inner, user, waiting, waited_at = where
-        if inner is None:
-            return  # the thread's stack could not be read: no line to name
-        if is_own(inner[0]):
-            if into is not None or user is None or amount < OWN_RISE:
-                return  # the plugin's own work between calls (a sample), not the workload's
-            # A rise this large is the call's that just returned: C code that held the GIL
-            # from its start to its end (one json.loads) is first read here, between calls.
-            # It goes to the user's line that made the call.
-            inner = user
-        lines = self._lines if into is None else into
-        key = (user, inner)
-        line = lines.get(key)
-        if line is None:
-            line = lines[key] = _Line(frames=key)
-        line.bytes += amount
-        line.waiting = line.waiting or waiting
-        line.waited_at = line.waited_at or waited_at
 
     def _stop_workload(self, rss: float, now: float, why: dict[str, Any]) -> None:
         """Raise FootprintRunaway in the measured thread while it runs the workload: its
@@ -473,136 +428,9 @@ class PeakWatch:
             return
         FootprintRunaway.pending = {
             "rise": rss - self._start.rss, "ceiling": self.ceiling, "rss_start": self._start.rss,
-            "rss": rss, "seconds": now, "rose": self._rose(), **self.budget, **why}
+            "rss": rss, "seconds": now, "rose": self._lines.rose(), **self.budget, **why}
         self._fired = now
         self._stopped = True
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._target),
                                                    ctypes.py_object(FootprintRunaway))
 
-    def _rose(self) -> list[dict[str, Any]]:
-        """The rise by function of the user's code, largest first: each at its line that
-        rose most, with the function's other lines beside it. Sampling sees the line that
-        runs, which in a loop moves between the lines of its body."""
-        functions: dict[tuple[Any, ...], list[_Line]] = {}
-        for line in self._lines.values():
-            user, inner = line.frames
-            shown = user or inner
-            key = (shown[0], shown[2]) if shown is not None else ()
-            functions.setdefault(key, []).append(line)
-        found = []
-        for lines in functions.values():
-            # One line ran with different libraries beneath it: its bytes are one figure.
-            by_line: dict[int, float] = {}
-            for line in lines:
-                shown = line.frames[0] or line.frames[1]
-                number = shown[1] if shown is not None else 0
-                by_line[number] = by_line.get(number, 0.0) + line.bytes
-            lines.sort(key=lambda line: line.bytes, reverse=True)
-            entry = _describe(lines[0])
-            entry["bytes"] = round(sum(by_line.values()))
-            others = sorted(((number, size) for number, size in by_line.items()
-                             if number != entry.get("line")), key=lambda item: -item[1])
-            if others:
-                entry["other_lines"] = [{"line": number, "bytes": round(size)}
-                                        for number, size in others[:OTHER_LINES]]
-            found.append(entry)
-        return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
-
-
-#: The watches running now, and Thread.start as it was before the first of them began:
-#: while one runs, Thread.start tells them which line of the thread they watch started a
-#: thread (a watch reading the thread count from its own thread may see a loop of starts
-#: only after the loop: the started threads hold the interpreter meanwhile).
-_RUNNING: tuple[PeakWatch, ...] = ()
-_SAVED_START: Callable[[threading.Thread], None] | None = None
-#: Thread.start as this module found it: what the wrapper calls if it outlives the watches
-#: (someone kept it and put it back after the last one stopped).
-_FIRST_START: Callable[[threading.Thread], None] = threading.Thread.start
-
-
-def _start_announced(thread: threading.Thread) -> None:
-    """Thread.start while a watch runs: the thread started, then the line that started it
-    noted by each watch whose thread started it."""
-    told = [watch for watch in _RUNNING if watch.announce(thread)]
-    (_SAVED_START or _FIRST_START)(thread)
-    for watch in told:
-        watch.started()
-
-
-def _announcing(watch: PeakWatch, on: bool = True) -> None:
-    """Add ``watch`` to the running ones (or take it out); Thread.start is wrapped while
-    there is one, and given back after the last (unless something replaced it since)."""
-    global _RUNNING, _SAVED_START
-    if on:
-        if not _RUNNING:
-            _SAVED_START = threading.Thread.start
-            threading.Thread.start = _start_announced  # type: ignore[method-assign,assignment]
-        _RUNNING = (*_RUNNING, watch)
-        return
-    if watch not in _RUNNING:
-        return
-    _RUNNING = tuple(running for running in _RUNNING if running is not watch)
-    if not _RUNNING and _SAVED_START is not None:
-        if threading.Thread.start is _start_announced:
-            threading.Thread.start = _SAVED_START  # type: ignore[method-assign,assignment]
-        _SAVED_START = None
-
-
-def _describe(line: _Line) -> dict[str, Any]:
-    user, inner = line.frames
-    found: dict[str, Any] = {"bytes": round(line.bytes)}
-    shown = user or inner
-    if shown is not None:
-        found.update(file=shown[0], line=shown[1], function=shown[2],
-                     code=source_line(shown[0], shown[1]))
-    if inner is not None and user is not None and inner[:2] != user[:2]:
-        found.update(inner_file=inner[0], inner_line=inner[1], inner_function=inner[2])
-    if line.waiting:
-        found["waiting"] = True
-    if line.waited_at is not None:
-        found.update(waited_file=line.waited_at[0], waited_line=line.waited_at[1])
-    return found
-
-
-class _Statm:
-    """RSS from /proc/self/statm, read without letting go of the GIL (probes/procfs.py).
-    After a long call that held the GIL (json.loads of a large text) the watch gets it back
-    at the interpreter's next check, with the call's result still alive; a read that let go
-    of it again would let the workload run on, and free the result, before the figure is
-    taken."""
-
-    def __init__(self) -> None:
-        self._file = ProcFile("/proc/self/statm", keep_gil=True)
-        self._page = os.sysconf("SC_PAGE_SIZE")
-
-    def __call__(self) -> float:
-        return float(int(self._file.read(128).split()[1]) * self._page)
-
-    def close(self) -> None:
-        self._file.close()
-
-
-class _PsutilRss:
-    def __init__(self) -> None:
-        from pytest_membudget.probes.psutil_compat import rss_reader, this_process
-
-        self._read = rss_reader(this_process())
-
-    def __call__(self) -> float:
-        return float(self._read())
-
-    def close(self) -> None:
-        pass
-
-
-def _rss_reader() -> _Statm | _PsutilRss:
-    return _Statm() if has_procfs() else _PsutilRss()
-
-
-def _traced_reader() -> Callable[[], float]:
-    import tracemalloc
-
-    def read() -> float:
-        return float(tracemalloc.get_traced_memory()[0]) if tracemalloc.is_tracing() else 0.0
-
-    return read

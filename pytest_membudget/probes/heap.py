@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.marks import TRACED_PEAK, Mark
@@ -62,6 +63,15 @@ class HeapProbe(Probe):
         if self._started and tracemalloc.is_tracing():
             tracemalloc.stop()
         self._started = False
+
+
+def traced_reader() -> Callable[[], float]:
+    """A reader of tracemalloc's traced bytes now (0 while it is not tracing)."""
+
+    def read() -> float:
+        return float(tracemalloc.get_traced_memory()[0]) if tracemalloc.is_tracing() else 0.0
+
+    return read
 
 
 PROBE_CLASSES: dict[str, type[Probe]] = {"heap": HeapProbe}

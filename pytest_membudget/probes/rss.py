@@ -98,4 +98,40 @@ class UssProbe(Probe):
         return float(self._uss())
 
 
+class HeldStatm:
+    """RSS from /proc/self/statm, read without letting go of the GIL (ProcFile's held read).
+    After a long call that held the GIL (json.loads of a large text) the peak watch gets it back
+    at the interpreter's next check, with the call's result still alive; a read that let go
+    of it again would let the workload run on, and free the result, before the figure is
+    taken."""
+
+    def __init__(self) -> None:
+        self._file = ProcFile("/proc/self/statm", keep_gil=True)
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def __call__(self) -> float:
+        return float(int(self._file.read(128).split()[1]) * self._page)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class PsutilRss:
+    def __init__(self) -> None:
+        from pytest_membudget.probes.psutil_compat import rss_reader, this_process
+
+        self._read = rss_reader(this_process())
+
+    def __call__(self) -> float:
+        return float(self._read())
+
+    def close(self) -> None:
+        pass
+
+
+def held_rss_reader() -> HeldStatm | PsutilRss:
+    """RSS read without letting go of the GIL where /proc can tell it (HeldStatm)."""
+    return HeldStatm() if has_procfs() else PsutilRss()
+
+
 PROBE_CLASSES: dict[str, type[Probe]] = {"rss": RssProbe, "uss": UssProbe}

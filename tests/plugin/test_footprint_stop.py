@@ -52,13 +52,14 @@ def test_phase(membudget):
 #: RSS rises (the real readers, the kernel's and the cgroup's, are tested in tests/probes).
 SMALL_MACHINE = """
 import pytest_membudget.measure.watch as watch
+from pytest_membudget.probes.rss import held_rss_reader
 from pytest_membudget.probes.room import Room
 
 MIB = 1024 * 1024
 
 class SmallMachine:
     def __init__(self):
-        self.rss = watch._rss_reader()
+        self.rss = held_rss_reader()
         self.total = self.rss() + 400 * MIB
 
     def read(self):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_membudget.measure import watch
+from pytest_membudget.measure import starts
 from pytest_membudget.measure.watch import PeakWatch, WatchReport
 
 THREADS = 6
@@ -140,7 +140,7 @@ def test_a_start_the_user_replaced_meanwhile_is_left_as_it_is(
     monkeypatch.setattr(threading.Thread, "start", users)
     peak_watch.stop()
     assert threading.Thread.start is users
-    assert watch._RUNNING == ()
+    assert starts._RUNNING == ()
 
 
 def test_the_wrapper_kept_past_the_last_watch_still_starts_threads(
