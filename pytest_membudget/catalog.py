@@ -66,6 +66,10 @@ class ProbeInfo:
     #: and objects of this process): what a judgement inside the window leaves behind is
     #: taken out of its series (measure.probeset.ProbeSet.rebaser).
     own_memory: bool = False
+    #: How far this probe's slope for unchanged code moves between runs beyond its bounds,
+    #: as a share of the baseline's upper bound: the default tolerance of the comparison
+    #: with a baseline (judge/tolerance.py).
+    run_spread: float = 0.25
 
     @property
     def ample_growth(self) -> float:
@@ -105,6 +109,12 @@ SMALLEST_BLOCK = 16
 NATIVE_WATCH = "rss"
 #: About 64 MiB of objects or blocks of 64 bytes.
 OBJECTS_AMPLE = 1_000_000.0
+#: The run spread (ProbeInfo.run_spread) of the probes that count pages. Pages count what was
+#: touched, not what was allocated: a zeroed buffer from fresh memory is not resident until it
+#: is written, one from reused memory is, so a leak of zeroed buffers reads at a rate that
+#: depends on what the process freed before, in each run anew (bench/gating_noise.py
+#: measures how far: within this share of the baseline's bound).
+PAGE_RUN_SPREAD = 0.5
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 
@@ -114,11 +124,13 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  run_spread=PAGE_RUN_SPREAD),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  run_spread=PAGE_RUN_SPREAD),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
@@ -148,12 +160,12 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
-                  "parent)", floor=RSS_FLOOR),
+                  "parent)", floor=RSS_FLOOR, run_spread=PAGE_RUN_SPREAD),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
-                  floor=RSS_FLOOR, traced_evidence=True),
+                  floor=RSS_FLOOR, traced_evidence=True, run_spread=PAGE_RUN_SPREAD),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.
