@@ -1,7 +1,7 @@
 """``membudget``: read JSON reports and baselines outside pytest.
 
     membudget show REPORT.json
-    membudget compare BASE.json NEW.json [--fail PROBE:TOL ...]
+    membudget compare BASE.json NEW.json [--fail FIGURE:TOL ...]
     membudget plot REPORT.json --out DIR
     membudget export REPORT.json --format bencher|github-action-benchmark [--out PATH]
     membudget merge SHARD.json ... (--out ALL.json | --save NAME) [--storage DIR]
@@ -197,14 +197,18 @@ def parser() -> argparse.ArgumentParser:
                              help="more columns: growth, warm-up, why the run stopped")
     show_parser.set_defaults(handler=show)
     compare_parser = commands.add_parser(
-        "compare", help="compare slopes of two runs; exit 1 on a regression",
-        description="A probe regressed when NEW's lower bound is above 0 and above BASE's "
-                    "upper bound plus the tolerance (default: no margin).")
+        "compare", help="compare slopes, rises and peaks of two runs; exit 1 on a regression",
+        description="A slope regressed when NEW's lower bound is above 0 and above BASE's "
+                    "upper bound plus the tolerance, and the growth over the window agrees; "
+                    "a rise or a peak when it is above BASE's plus the tolerance. Default "
+                    "tolerances: the probe's run spread for slopes (50%% for page probes, "
+                    "25%% for the others), 30%% or 4 MiB for rises and peaks.")
     compare_parser.add_argument("base", metavar="BASE.json")
     compare_parser.add_argument("new", metavar="NEW.json")
-    compare_parser.add_argument("--fail", action="append", metavar="PROBE:TOL",
+    compare_parser.add_argument("--fail", action="append", metavar="FIGURE:TOL",
                                 help="tolerance, e.g. rss:10%%, heap:64 KiB/iter, "
-                                     "iter_time:off, all:5%% (may be repeated)")
+                                     "rss_rise:10%%, rss_peak:64 MiB, iter_time:off, all:5%% "
+                                     "(may be repeated)")
     compare_parser.set_defaults(handler=compare_files)
     plot_parser = commands.add_parser("plot", help="one PNG per test (needs matplotlib)")
     plot_parser.add_argument("report", metavar="REPORT.json")

@@ -60,26 +60,26 @@ def _larger(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-#: A rise or a peak is one reading of one call, without bounds: its default tolerance is what
-#: repeated runs of unchanged code spread over, as a share of the baseline's figure, and at
-#: least an absolute floor by the kind of the probe (sizes and counts).
-ONE_SHOT_SPREAD = 0.25
-ONE_SHOT_FLOOR: Mapping[ProbeKind, float] = {
-    ProbeKind.BYTES: 4.0 * 1024 * 1024,
-    ProbeKind.COUNT: 0.0,
-    ProbeKind.SECONDS: 0.0,
-}
+#: A rise or a peak is one reading of one call, without bounds: its default tolerance is the
+#: share of the baseline's figure that repeated runs of unchanged code spread over (a rise of
+#: Python objects in a shared process moves with what earlier tests freed, the more so when
+#: their order changes), and at least a floor: for sizes ONE_SHOT_FLOOR (a small footprint
+#: moves by more than its share), for counts the probe's resolution (catalog).
+ONE_SHOT_SPREAD = 0.30
+ONE_SHOT_FLOOR = 4.0 * 1024 * 1024
 
 
 def default_tolerance(probe: str, kind: BudgetKind) -> Tolerance:
     """A slope's default margin comes on top of the two runs' bounds: the probe's run spread
     (catalog), the share by which its slope for unchanged code moves between runs beyond
-    them. A rise's or a peak's is the spread of one reading (ONE_SHOT_SPREAD and _FLOOR)."""
+    them. A rise's or a peak's is the spread of one reading (ONE_SHOT_SPREAD, and a floor)."""
     info = PROBES.get(probe)
     if BudgetKind(kind) is BudgetKind.SLOPE:
         return Tolerance(info.run_spread if info is not None else 0.0, 0.0)
-    floor = ONE_SHOT_FLOOR[info.kind] if info is not None else 0.0
-    return Tolerance(ONE_SHOT_SPREAD, floor)
+    if info is None:
+        return Tolerance(ONE_SHOT_SPREAD, 0.0)
+    floor = ONE_SHOT_FLOOR if info.kind is ProbeKind.BYTES else 0.0
+    return Tolerance(ONE_SHOT_SPREAD, max(floor, info.resolution))
 
 
 def figure_key(probe: str, kind: BudgetKind) -> str:
