@@ -70,6 +70,10 @@ class ProbeInfo:
     #: as a share of the baseline's upper bound: the default tolerance of the comparison
     #: with a baseline (judge/tolerance.py).
     run_spread: float = 0.25
+    #: Growth over a run's window, in the probe's unit, that this probe can miss in one run and
+    #: see in the next of the same code: the comparison with a baseline asks a regressed slope
+    #: to grow by more than this over the window (judge/regression.py).
+    run_floor: float = 0.0
 
     @property
     def ample_growth(self) -> float:
@@ -115,6 +119,11 @@ OBJECTS_AMPLE = 1_000_000.0
 #: depends on what the process freed before, in each run anew (bench/gating_noise.py
 #: measures how far: within this share of the baseline's bound).
 PAGE_RUN_SPREAD = 0.5
+#: The run floor (ProbeInfo.run_floor) of the probes that count pages: a leak that memory the
+#: process freed before the run can serve adds no page until that memory is used up, so a
+#: small leak can read as no growth over a whole window in one run and at its rate in the
+#: next (bench/gating_noise.py: up to a few hundred KiB of a leak went unseen).
+PAGE_RUN_FLOOR = 1024.0 * 1024.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 
@@ -125,12 +134,12 @@ PROBES: dict[str, ProbeInfo] = {
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
                   witnesses=("py_blocks", "malloc"), own_memory=True,
-                  run_spread=PAGE_RUN_SPREAD),
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
                   witnesses=("py_blocks", "malloc"), own_memory=True,
-                  run_spread=PAGE_RUN_SPREAD),
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
@@ -160,12 +169,14 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
-                  "parent)", floor=RSS_FLOOR, run_spread=PAGE_RUN_SPREAD),
+                  "parent)", floor=RSS_FLOOR, run_spread=PAGE_RUN_SPREAD,
+                  run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
-                  floor=RSS_FLOOR, traced_evidence=True, run_spread=PAGE_RUN_SPREAD),
+                  floor=RSS_FLOOR, traced_evidence=True, run_spread=PAGE_RUN_SPREAD,
+                  run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.

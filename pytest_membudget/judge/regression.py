@@ -4,10 +4,11 @@ Two kinds of figure, two rules of one shape ("above the baseline by more than th
 
 *Slopes* come with each run's one-sided bounds. A slope *regressed* when the new run's lower
 bound is above the baseline's upper bound by more than the margin, and the growth over the
-whole measured window (per iteration) is above the baseline's by more than the margin too::
+whole measured window (per iteration) is above the baseline's by more than the margin too,
+and by more than the probe's run floor (catalog) over the new window::
 
     regressed  <=>  new.lower > base.upper + margin(base.upper)  and  new.lower > 0
-                    and  new.rate > base.rate + margin(base.rate)
+                    and  new.rate > base.rate + max(margin(base.rate), run_floor / new.count)
     margin(x)  =    max(absolute, relative * |x|)
 
 so run-to-run noise that the intervals already span never fails; only a change that both runs'
@@ -15,9 +16,10 @@ data support does. The second condition keeps a run that is not shown to grow at
 series that shrank less than before) from counting. The third asks the whole window to
 agree: an allocator that reuses memory freed before the run moves growth between the halves
 of the window, so that the judged half's slope of a leak reads 0 in one run and its full rate
-in the next while the window grew alike in both. A bound that could not be established (too
-few samples) never counts as a regression; a report without the window's growth is judged
-on the bounds alone.
+in the next while the window grew alike in both; and a page probe can miss a small leak over
+the whole window where freed memory serves it (its run floor). A bound that could not be
+established (too few samples) never counts as a regression; a report without the window's
+growth is judged on the bounds alone.
 
 *Rises and peaks* (a footprint budget's figures, and every phase's rise) are one reading of
 one call, without bounds: one regressed when it is above the baseline's by more than the
@@ -33,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.tolerance import Tolerance, Tolerances, figure_key
 from pytest_membudget.vocabulary import BudgetKind, Change
@@ -45,9 +48,10 @@ PHASE_PROBE = "rss"
 
 
 def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance,
-             rates: tuple[Any, Any] = (None, None)) -> Change:
+             rates: tuple[Any, Any] = (None, None), floor: float = 0.0) -> Change:
     """The rule for one probe's slope intervals ``[lower, upper]``; ``rates``: the growth over
-    each run's window per iteration, baseline first (None where a report has none)."""
+    each run's window per iteration, baseline first (None where a report has none);
+    ``floor``: the probe's run floor spread over the new window, per iteration."""
     try:
         base_low, base_up = finite_or_none(base_ci[0]), finite_or_none(base_ci[1])
         new_low, new_up = finite_or_none(new_ci[0]), finite_or_none(new_ci[1])
@@ -56,7 +60,7 @@ def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance,
     if new_low is not None and base_up is not None and new_low > base_up:
         regressed = (tolerance.gated and new_low > 0
                      and new_low > base_up + tolerance.margin(base_up)
-                     and _window_agrees(rates, tolerance))
+                     and _window_agrees(rates, tolerance, floor))
         return REGRESSED if regressed else WORSE
     if new_up is not None and base_low is not None and new_up < base_low:
         return BETTER
@@ -65,11 +69,11 @@ def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance,
     return SAME
 
 
-def _window_agrees(rates: tuple[Any, Any], tolerance: Tolerance) -> bool:
+def _window_agrees(rates: tuple[Any, Any], tolerance: Tolerance, floor: float) -> bool:
     base_rate, new_rate = finite_or_none(rates[0]), finite_or_none(rates[1])
     if base_rate is None or new_rate is None:
         return True
-    return new_rate > base_rate + tolerance.margin(base_rate)
+    return new_rate > base_rate + max(tolerance.margin(base_rate), floor)
 
 
 def classify_once(base: Any, new: Any, tolerance: Tolerance) -> Change:
@@ -95,6 +99,8 @@ class Reading:
     lower: float | None = None
     upper: float | None = None
     rate: float | None = None
+    #: The measured iterations the slope and the rate are of.
+    count: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,13 +149,16 @@ class Comparison:
 
 
 def slope_reading(probe: Mapping[str, Any], iterations: Any) -> Reading:
+    """A probe's slope, its bounds and its growth per iteration over the window they are of:
+    the run's, or the checkpoint's where the probe settled while the run went on."""
     ci = probe.get("ci")
     lower = upper = None
     if isinstance(ci, (list, tuple)) and len(ci) == 2:
         lower, upper = finite_or_none(ci[0]), finite_or_none(ci[1])
-    growth, count = finite_or_none(probe.get("growth")), finite_or_none(iterations)
+    growth = finite_or_none(probe.get("growth"))
+    count = finite_or_none(probe.get("settled_at") or iterations)
     rate = growth / count if growth is not None and count else None
-    return Reading(finite_or_none(probe.get("slope")), lower, upper, rate)
+    return Reading(finite_or_none(probe.get("slope")), lower, upper, rate, count)
 
 
 def footprint_value(probe: Mapping[str, Any], kind: BudgetKind) -> float | None:
@@ -221,8 +230,9 @@ def compare_test(nodeid: str, base: Mapping[str, Any], new: Mapping[str, Any],
         if kind is SLOPE:
             was = slope_reading(old, base.get("iterations"))
             now = slope_reading(probe, new.get("iterations"))
+            floor = PROBES[name].run_floor / now.count if name in PROBES and now.count else 0.0
             status = classify([was.lower, was.upper], [now.lower, now.upper], tolerance,
-                              (was.rate, now.rate))
+                              (was.rate, now.rate), floor)
         else:
             was, now = Reading(footprint_value(old, kind)), Reading(footprint_value(probe, kind))
             status = classify_once(was.value, now.value, tolerance)

@@ -103,15 +103,16 @@ def _doc(**tests: dict[str, list[float]]) -> dict:
 
 
 def test_compare_documents() -> None:
-    base = _doc(t_a={"rss": [0, 10], "heap": [100, 110]}, t_gone={"rss": [0, 1]})
-    new = _doc(t_a={"rss": [50, 60], "heap": [100, 120], "fds": [1, 1]}, t_new={"rss": [0, 1]})
+    base = _doc(t_a={"rss": [0, 10_000], "heap": [100, 110]}, t_gone={"rss": [0, 1]})
+    new = _doc(t_a={"rss": [50_000, 60_000], "heap": [100, 120], "fds": [1, 1]},
+               t_new={"rss": [0, 1]})
     result = compare(base, new, parse_tolerances(["heap:off"], "here"))
     assert [(c.nodeid, c.probe, c.status) for c in result.changes] == [
         ("t_a", "rss", REGRESSED), ("t_a", "heap", SAME)]
     assert [c.probe for c in result.regressions] == ["rss"]
     assert result.missing == ("t_gone",) and result.added == ("t_new",)
     assert result.changes[0].change == pytest.approx(10.0)  # 5 -> 55
-    loose = compare(base, new, parse_tolerances(["rss:100 B/iter"], "here"))
+    loose = compare(base, new, parse_tolerances(["rss:50 KiB/iter"], "here"))
     assert loose.regressions == () and loose.count(WORSE) == 1
     assert loose.count(WORSE, footprint=False) == 1 and loose.count(WORSE, footprint=True) == 0
 
@@ -122,3 +123,24 @@ def test_the_default_margin_is_the_probe_s_run_spread() -> None:
     new = _doc(t={"rss": [65_000, 66_000], "heap": [1300, 1310]})
     result = compare(base, new, parse_tolerances([], "here"))
     assert {c.probe: c.status for c in result.changes} == {"rss": WORSE, "heap": REGRESSED}
+
+
+def test_a_page_probe_must_grow_by_its_run_floor_over_the_window() -> None:
+    # The baseline's RSS read a leak of 1 KiB a call as no growth at all (freed memory served
+    # it): 100 KiB more over a window of 100 calls is no regression; 2 MiB more is.
+    base = _doc(t={"rss": [0, 0], "malloc": [0, 0]})
+    small = _doc(t={"rss": [1000, 1100], "malloc": [1000, 1100]})
+    result = compare(base, small, parse_tolerances([], "here"))
+    assert {c.probe: c.status for c in result.changes} == {"rss": WORSE, "malloc": REGRESSED}
+    big = _doc(t={"rss": [20_000, 21_000]})
+    assert compare(base, big, parse_tolerances([], "here")).changes[0].status == REGRESSED
+
+
+def test_a_probe_settled_early_is_compared_over_its_own_window() -> None:
+    # heap settled at 640 calls while the run went on to 1,440: its growth is of 640.
+    base = _doc(t={"heap": [4100, 4150]})
+    new = _doc(t={"heap": [8200, 8250]})
+    new["tests"]["t"]["iterations"] = 1440
+    new["tests"]["t"]["probes"]["heap"].update(growth=8225 * 640, settled_at=640)
+    base["tests"]["t"]["probes"]["heap"]["growth"] = 4125 * 100
+    assert compare(base, new, parse_tolerances([], "here")).changes[0].status == REGRESSED
