@@ -75,6 +75,14 @@ class ProbeInfo:
     #: Whether the probe needs an accelerator (a GPU, a TPU, an XPU): where none is, its
     #: budget is skipped with the reason, or failed under --membudget-require-cuda.
     needs_device: bool = False
+    #: How far this probe's slope for unchanged code moves between runs beyond its bounds,
+    #: as a share of the baseline's upper bound: the default tolerance of the comparison
+    #: with a baseline (judge/tolerance.py).
+    run_spread: float = 0.25
+    #: Growth over a run's window, in the probe's unit, that this probe can miss in one run and
+    #: see in the next of the same code: the comparison with a baseline asks a regressed slope
+    #: to grow by more than this over the window (judge/regression.py).
+    run_floor: float = 0.0
 
     @property
     def ample_growth(self) -> float:
@@ -114,6 +122,17 @@ SMALLEST_BLOCK = 16
 NATIVE_WATCH = "rss"
 #: About 64 MiB of objects or blocks of 64 bytes.
 OBJECTS_AMPLE = 1_000_000.0
+#: The run spread (ProbeInfo.run_spread) of the probes that count pages. Pages count what was
+#: touched, not what was allocated: a zeroed buffer from fresh memory is not resident until it
+#: is written, one from reused memory is, so a leak of zeroed buffers reads at a rate that
+#: depends on what the process freed before, in each run anew (bench/gating_noise.py
+#: measures how far: within this share of the baseline's bound).
+PAGE_RUN_SPREAD = 0.5
+#: The run floor (ProbeInfo.run_floor) of the probes that count pages: a leak that memory the
+#: process freed before the run can serve adds no page until that memory is used up, so a
+#: small leak can read as no growth over a whole window in one run and at its rate in the
+#: next (bench/gating_noise.py: up to a few hundred KiB of a leak went unseen).
+PAGE_RUN_FLOOR = 1024.0 * 1024.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 #: Counts of the device probes, by their unit.
@@ -200,11 +219,13 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
@@ -234,12 +255,14 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
-                  "parent)", floor=RSS_FLOOR),
+                  "parent)", floor=RSS_FLOOR, run_spread=PAGE_RUN_SPREAD,
+                  run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
-                  floor=RSS_FLOOR, traced_evidence=True),
+                  floor=RSS_FLOOR, traced_evidence=True, run_spread=PAGE_RUN_SPREAD,
+                  run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.

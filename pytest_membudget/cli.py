@@ -1,13 +1,14 @@
 """``membudget``: read JSON reports and baselines outside pytest.
 
     membudget show REPORT.json
-    membudget compare BASE.json NEW.json [--fail PROBE:TOL ...]
+    membudget compare BASE.json NEW.json [--fail FIGURE:TOL ...]
     membudget plot REPORT.json --out DIR
     membudget export REPORT.json --format bencher|github-action-benchmark [--out PATH]
+    membudget merge SHARD.json ... (--out ALL.json | --save NAME) [--storage DIR]
 
 Exit status: 0 success (no regression), 1 a regression was found (compare), 2 bad input
 (unreadable, foreign or newer-schema file, bad tolerance, bad arguments, nothing to export,
-an output file that exists).
+an output file that exists, shards of different runs or a test in two shards).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def show(args: argparse.Namespace) -> int:
     print(f"machine {machine.get('fingerprint', '?')}"
           + (f", CUDA {machine['cuda_device']}" if machine.get("cuda_device") else ""))
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
+    shards = document.get("shards")
+    if isinstance(shards, list) and shards:
+        print(f"merged from {len(shards)} shard(s): " + ", ".join(
+            f"{s.get('file')} ({s.get('tests')} test(s))" for s in shards if isinstance(s, dict)))
     tests = document["tests"]
     failed = sum(1 for t in tests.values() if not t.get("passed", True))
     print(f"{len(tests)} budgeted test(s): {len(tests) - failed} within budget, "
@@ -55,7 +60,8 @@ def show(args: argparse.Namespace) -> int:
 
 
 def compare_files(args: argparse.Namespace) -> int:
-    from pytest_membudget.judge.regression import ToleranceError, compare, parse_tolerances
+    from pytest_membudget.judge.regression import compare
+    from pytest_membudget.judge.tolerance import ToleranceError, parse_tolerances
     from pytest_membudget.render.comparison import comparison_lines
 
     try:
@@ -128,6 +134,47 @@ def export_file(args: argparse.Namespace) -> int:
     return OK
 
 
+def merge_files(args: argparse.Namespace) -> int:
+    from pytest_membudget.artifacts.files import check_save, write_json
+    from pytest_membudget.artifacts.merge import MergeError, merge, shard_paths
+
+    if not (args.out or args.save):
+        raise InputError("say where the merged report goes: --out ALL.json, or --save NAME "
+                         "for a baseline")
+    try:
+        paths, notes = shard_paths(args.reports)
+        for note in notes:
+            print(f"membudget merge: {note}", file=sys.stderr)
+        out = None if args.out is None else _check_out(Path(args.out), paths, args.overwrite)
+        merged = merge([(str(p), _load(str(p))) for p in paths])
+        writes = [(out, merged)] if out is not None else []
+        if args.save:
+            fingerprint = str(merged["machine"].get("fingerprint"))
+            saved = check_save(Path(args.storage), fingerprint, args.save,
+                               overwrite=args.overwrite)
+            writes.append((saved, {**merged, "name": args.save}))
+        for target, document in writes:
+            write_json(target, document)
+            print(f"merged {len(paths)} report(s), {len(merged['tests'])} budgeted test(s), "
+                  f"into {target}", file=sys.stderr)
+    except (MergeError, ReportFileError) as exc:
+        raise InputError(str(exc).replace("--membudget-save-overwrite", "--overwrite")
+                         .replace("from --membudget-save", "from --save")) from None
+    return OK
+
+
+def _check_out(out: Path, inputs: Sequence[Path], overwrite: bool) -> Path:
+    if any(out.resolve() == p.resolve() for p in inputs):
+        raise InputError(f"--out {out} is one of the reports being merged; write the merged "
+                         "report to another file (or leave it out of the pattern)")
+    if out.is_dir():
+        raise InputError(f"--out {out} is a directory; give the path of a file")
+    if out.exists() and not overwrite:
+        raise InputError(f"--out {out} already exists; choose another path, or add "
+                         "--overwrite to replace it")
+    return out
+
+
 def _installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -150,14 +197,18 @@ def parser() -> argparse.ArgumentParser:
                              help="more columns: growth, warm-up, why the run stopped")
     show_parser.set_defaults(handler=show)
     compare_parser = commands.add_parser(
-        "compare", help="compare slopes of two runs; exit 1 on a regression",
-        description="A probe regressed when NEW's lower bound is above 0 and above BASE's "
-                    "upper bound plus the tolerance (default: no margin).")
+        "compare", help="compare slopes, rises and peaks of two runs; exit 1 on a regression",
+        description="A slope regressed when NEW's lower bound is above 0 and above BASE's "
+                    "upper bound plus the tolerance, and the growth over the window agrees; "
+                    "a rise or a peak when it is above BASE's plus the tolerance. Default "
+                    "tolerances: the probe's run spread for slopes (50%% for page probes, "
+                    "25%% for the others), 30%% or 4 MiB for rises and peaks.")
     compare_parser.add_argument("base", metavar="BASE.json")
     compare_parser.add_argument("new", metavar="NEW.json")
-    compare_parser.add_argument("--fail", action="append", metavar="PROBE:TOL",
+    compare_parser.add_argument("--fail", action="append", metavar="FIGURE:TOL",
                                 help="tolerance, e.g. rss:10%%, heap:64 KiB/iter, "
-                                     "iter_time:off, all:5%% (may be repeated)")
+                                     "rss_rise:10%%, rss_peak:64 MiB, iter_time:off, all:5%% "
+                                     "(may be repeated)")
     compare_parser.set_defaults(handler=compare_files)
     plot_parser = commands.add_parser("plot", help="one PNG per test (needs matplotlib)")
     plot_parser.add_argument("report", metavar="REPORT.json")
@@ -165,7 +216,30 @@ def parser() -> argparse.ArgumentParser:
                              help="directory for the PNG files")
     plot_parser.set_defaults(handler=plot)
     _add_export(commands)
+    _add_merge(commands)
     return main_parser
+
+
+def _add_merge(commands: Any) -> None:
+    merge_parser = commands.add_parser(
+        "merge", help="one report from the reports of a run's shards (CI jobs)",
+        description="Merge the --membudget-json reports of the shards of one run (a CI job "
+                    "matrix, pytest-split groups) into one report that show, compare, export "
+                    "and plot take. Refused: reports of different machines or plugin "
+                    "versions, and a test found in two shards.")
+    merge_parser.add_argument("reports", nargs="+", metavar="SHARD.json",
+                              help="the shards' reports, or glob patterns such as "
+                                   "'shards/*.json'")
+    merge_parser.add_argument("-o", "--out", metavar="ALL.json",
+                              help="file to write the merged report to")
+    merge_parser.add_argument("--save", metavar="NAME",
+                              help="also save the merged report as the baseline NAME (in "
+                                   "--storage, under the reports' machine fingerprint)")
+    merge_parser.add_argument("--storage", default=".membudget", metavar="DIR",
+                              help="directory of saved baselines (default: .membudget)")
+    merge_parser.add_argument("--overwrite", action="store_true",
+                              help="replace --out, or the baseline NAME, when it exists")
+    merge_parser.set_defaults(handler=merge_files)
 
 
 def _add_export(commands: Any) -> None:

@@ -98,13 +98,15 @@ OPTIONS: tuple[Option, ...] = (
            "false", kind="bool", flag_only=True),
     Option("autosave", "save every run as a new baseline named auto-<UTC time>", "false",
            kind="bool"),
-    Option("compare", "compare slopes with a saved baseline: =NAME, =PATH.json, or no value "
-           "for the latest saved on this machine; a regression fails the run", None,
+    Option("compare", "compare slopes, rises, peaks and phases with a saved baseline: =NAME, "
+           "=PATH.json, or no value for the latest saved on this machine; a regression fails "
+           "the run", None,
            kind="optional", metavar="NAME", flag_only=True, const="latest"),
-    Option("compare_fail", "tolerance of --membudget-compare for one probe: PROBE:10%, "
-           "PROBE:64 KiB/iter, PROBE:off, or all:10% (ini: one per line; flag: may be "
-           "repeated; default: no margin beyond the two runs' intervals)", (),
-           kind="linelist", metavar="PROBE:TOL"),
+    Option("compare_fail", "tolerance of --membudget-compare for one figure, named like its "
+           "budget: rss:10%, heap:64 KiB/iter, rss_rise:32 MiB, rss_peak:5%, iter_time:off, "
+           "or all:10% (ini: one per line; flag: may be repeated; default: the probe's run "
+           "spread for slopes, 30% or 4 MiB for rises and peaks)", (),
+           kind="linelist", metavar="FIGURE:TOL"),
     Option("plot", "write one PNG per budgeted test into this directory (needs matplotlib: "
            "the [plot] extra)", "", metavar="DIR"),
     Option("device", "the CUDA device the cuda_* probes read, e.g. 'cuda:1' or 1 (default: "

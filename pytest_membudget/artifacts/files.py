@@ -7,10 +7,12 @@ raises :class:`ReportFileError` whose message names the file and says what to do
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import tempfile
+import secrets
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,12 +29,13 @@ class ReportFileError(Exception):
 
 def write_json(path: Path, document: Any) -> None:
     """Write ``document`` so that readers see the old file or the new one, never a part:
-    a temporary file in the same directory, flushed to disk, then renamed over ``path``."""
+    a temporary file in the same directory, flushed to disk, then renamed over ``path``.
+    The file gets the permissions of any file the user creates (0666 less the umask), or
+    those of the file it replaces, so that a CI step under another user can read it."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(document, indent=1, allow_nan=False) + "\n"
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                             suffix=".tmp")
+        handle, temporary = _create_beside(path)
     except (OSError, ValueError) as exc:
         raise ReportFileError(f"cannot write {path}: {exc}; check that the directory is "
                               "writable (or choose another path)") from None
@@ -40,12 +43,26 @@ def write_json(path: Path, document: Any) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except OSError as exc:
         Path(temporary).unlink(missing_ok=True)
         raise ReportFileError(f"cannot write {path}: {exc}; check the disk and the "
                               "directory's permissions") from None
+
+
+def _create_beside(path: Path) -> tuple[int, Path]:
+    """A new, empty file next to ``path``, created with mode 0666 for the kernel to take the
+    umask from (``tempfile.mkstemp`` would make it 0600)."""
+    for _ in range(100):
+        temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def read_document(path: Path) -> dict[str, Any]:

@@ -17,14 +17,9 @@ import pytest
 from pytest_membudget.artifacts import document
 from pytest_membudget.artifacts import files as storage
 from pytest_membudget.distributed import is_worker
-from pytest_membudget.judge.regression import (
-    Comparison,
-    ToleranceError,
-    Tolerances,
-    compare,
-    parse_tolerances,
-)
+from pytest_membudget.judge.regression import Comparison, compare
 from pytest_membudget.judge.spec import SpecError, parse_bool
+from pytest_membudget.judge.tolerance import ToleranceError, Tolerances, parse_tolerances
 from pytest_membudget.render.comparison import comparison_lines
 from pytest_membudget.settings import option_by_key, raw_value
 from pytest_membudget.vocabulary import SweepMode

@@ -18,12 +18,12 @@ def test_save_then_a_regression_fails_the_run_and_lists_the_test(
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
-        "*membudget: compared with baseline *main.json: 2 probe slope(s) in 2 test(s): "
-        "1 regressed*",
+        "*membudget: compared with baseline *main.json: 2 slope(s) and 0 rise(s) or peak(s) "
+        "in 2 test(s): 1 regressed*",
         "MEMORY REGRESSIONS*",
         "*test_work.py::test_grows*gc_objects*1 objects/iter*3 objects/iter*regressed",
     ])
-    assert "every compared probe" not in result.stdout.str()  # all rows only at -v
+    assert "every compared figure" not in result.stdout.str()  # all rows only at -v
     no_internal_error(result)
 
 
@@ -41,7 +41,7 @@ def test_tolerances_let_a_small_regression_pass(pytester: pytest.Pytester,
     result = pytester.runpytest(*RUN, "--membudget-compare=main", "-v", *tolerance)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*0 regressed, 1 worse within tolerance, 1 same*",
-                                 "every compared probe:", "*test_grows*gc_objects*worse"])
+                                 "every compared figure:", "*test_grows*gc_objects*worse"])
 
 
 def test_save_refuses_an_existing_name_unless_overwrite(pytester: pytest.Pytester) -> None:

@@ -18,7 +18,8 @@ FACTS = {"fingerprint": "Linux-x86_64-CPython-3.11-2cpu", "cuda_device": None}
 
 
 def report(tmp_path: Path, name: str, rss_ci: list[float], samples: bool = False) -> str:
-    probe = {"slope": sum(rss_ci) / 2, "ci": rss_ci, "peak": 1e6, "growth": 0.0,
+    slope = sum(rss_ci) / 2
+    probe = {"slope": slope, "ci": rss_ci, "peak": 1e6, "growth": 39 * slope,
              "verdict": "pass", "budgets": {"slope": 4096.0}}
     if samples:
         probe |= {"samples": [1e6 + i * 10.0 for i in range(40)],
@@ -41,11 +42,11 @@ def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_compare_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = report(tmp_path, "base", [0.0, 10.0])
-    worse = report(tmp_path, "worse", [500.0, 700.0])
+    worse = report(tmp_path, "worse", [50_000.0, 70_000.0])  # 2.3 MiB more over 39 calls
     assert main(["compare", base, worse]) == 1
     out = capsys.readouterr().out
     assert "MEMORY REGRESSIONS" in out and "t.py::test_loop" in out and "regressed" in out
-    assert main(["compare", base, worse, "--fail", "rss:1 KiB/iter"]) == 0
+    assert main(["compare", base, worse, "--fail", "rss:64 KiB/iter"]) == 0
     assert "0 regressed, 1 worse within tolerance" in capsys.readouterr().out
     assert main(["compare", base, base]) == 0
 
@@ -96,7 +97,7 @@ def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_module_and_console_script_in_subprocesses(tmp_path: Path) -> None:
     base = report(tmp_path, "base", [0.0, 10.0])
-    worse = report(tmp_path, "worse", [500.0, 700.0])
+    worse = report(tmp_path, "worse", [50_000.0, 70_000.0])  # 2.3 MiB more over 39 calls
     run = subprocess.run([sys.executable, "-m", "pytest_membudget", "compare", base, worse],
                          capture_output=True, text=True)
     assert run.returncode == 1 and "regressed" in run.stdout

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,6 +28,26 @@ def test_write_json_is_atomic_and_leaves_no_temporary(tmp_path: Path) -> None:
     storage.write_json(path, doc(name="two"))
     assert json.loads(path.read_text())["name"] == "two"
     assert os.listdir(path.parent) == ["report.json"]
+
+
+@pytest.fixture
+def umask_027() -> Iterator[None]:
+    before = os.umask(0o027)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+@pytest.mark.usefixtures("umask_027")
+def test_write_json_gives_a_new_file_the_umask_s_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    storage.write_json(path, doc())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640  # 0666 less the umask, not 0600
+    path.chmod(0o604)  # the user's choice for a file that exists stays
+    storage.write_json(path, doc(name="again"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o604
 
 
 def test_write_json_failure_keeps_the_old_file(tmp_path: Path,

@@ -1,4 +1,5 @@
-"""The regression rule and tolerances: pure functions of two runs' slope intervals."""
+"""The regression rule for slopes: pure functions of two runs' slope intervals (footprints
+and tolerances have their own modules)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ from pytest_membudget.judge.regression import (
     SAME,
     UNJUDGED,
     WORSE,
-    Tolerance,
-    ToleranceError,
-    Tolerances,
     classify,
     compare,
-    parse_tolerance,
-    parse_tolerances,
 )
-from pytest_membudget.render.comparison import describe_tolerance
+from pytest_membudget.judge.tolerance import Tolerance, parse_tolerances
 
 NONE = Tolerance()
 
@@ -88,57 +84,63 @@ def test_rule_invariants(b_low: float, b_width: float, n_low: float, n_width: fl
         assert not regressed
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("rss:10%", ("rss", Tolerance(relative=0.10))),
-    ("heap: 64 KiB/iter", ("heap", Tolerance(absolute=65536.0))),
-    ("gc_objects:2", ("gc_objects", Tolerance(absolute=2.0))),
-    ("iter_time:off", ("iter_time", Tolerance(gated=False))),
-    ("all:5%", ("all", Tolerance(relative=0.05))),
-    ("iter_time:1 ms/iter", ("iter_time", Tolerance(absolute=0.001))),
-])
-def test_parse_tolerance(text: str, expected: tuple[str, Tolerance]) -> None:
-    assert parse_tolerance(text, "from --x") == expected
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("rss", "write <probe>:<tolerance>"),
-    ("rsz:10%", "unknown probe 'rsz'"),
-    ("all:64 KiB/iter", "'all' takes a relative tolerance"),
-    ("rss:64 KiB", "slope budget"),
-    ("rss:lots", "cannot read this as a quantity"),
-    ("rss:10 XB/iter", "unknown unit"),
-])
-def test_bad_tolerances_say_what_to_write(text: str, message: str) -> None:
-    with pytest.raises(ToleranceError, match=message) as info:
-        parse_tolerance(text, "from --membudget-compare-fail")
-    assert "from --membudget-compare-fail" in str(info.value)
-
-
-def test_policy_names_probes_over_all_and_merges_repeats() -> None:
-    policy = parse_tolerances(["all:20%", "rss:10%", "rss:1 KiB/iter", ""], "from ini")
-    assert policy.for_probe("rss") == Tolerance(relative=0.10, absolute=1024.0)
-    assert policy.for_probe("heap") == Tolerance(relative=0.20)
-    assert Tolerances().for_probe("heap") == NONE
-    assert describe_tolerance(Tolerance(relative=0.1, absolute=1024), "rss") \
-        == "10% or 1 KiB/iter"
-    assert describe_tolerance(NONE, "rss") == "0"
-    assert describe_tolerance(Tolerance(gated=False), "rss") == "off"
+def test_the_window_must_agree_with_the_slope() -> None:
+    # The judged half read 0 in the baseline while the whole window grew as fast as now: the
+    # allocator reused memory in one run and not in the other.
+    ten = Tolerance(relative=0.10)
+    assert classify([0, 0], [4096, 4200], ten, (3700.0, 3750.0)) == WORSE
+    assert classify([0, 0], [4096, 4200], ten, (0.0, 3750.0)) == REGRESSED
+    assert classify([4000, 4200], [8192, 8300], ten, (3700.0, 7400.0)) == REGRESSED
+    assert classify([4000, 4200], [8192, 8300], ten, (3700.0, None)) == REGRESSED
 
 
 def _doc(**tests: dict[str, list[float]]) -> dict:
-    return {"tests": {name: {"probes": {p: {"slope": sum(ci) / 2, "ci": ci}
+    return {"tests": {name: {"iterations": 100,
+                             "probes": {p: {"slope": sum(ci) / 2, "ci": ci,
+                                            "growth": 100 * sum(ci) / 2}
                                         for p, ci in probes.items()}}
                       for name, probes in tests.items()}}
 
 
 def test_compare_documents() -> None:
-    base = _doc(t_a={"rss": [0, 10], "heap": [100, 110]}, t_gone={"rss": [0, 1]})
-    new = _doc(t_a={"rss": [50, 60], "heap": [100, 120], "fds": [1, 1]}, t_new={"rss": [0, 1]})
+    base = _doc(t_a={"rss": [0, 10_000], "heap": [100, 110]}, t_gone={"rss": [0, 1]})
+    new = _doc(t_a={"rss": [50_000, 60_000], "heap": [100, 120], "fds": [1, 1]},
+               t_new={"rss": [0, 1]})
     result = compare(base, new, parse_tolerances(["heap:off"], "here"))
     assert [(c.nodeid, c.probe, c.status) for c in result.changes] == [
         ("t_a", "rss", REGRESSED), ("t_a", "heap", SAME)]
     assert [c.probe for c in result.regressions] == ["rss"]
     assert result.missing == ("t_gone",) and result.added == ("t_new",)
     assert result.changes[0].change == pytest.approx(10.0)  # 5 -> 55
-    loose = compare(base, new, parse_tolerances(["rss:100 B/iter"], "here"))
+    loose = compare(base, new, parse_tolerances(["rss:50 KiB/iter"], "here"))
     assert loose.regressions == () and loose.count(WORSE) == 1
+    assert loose.count(WORSE, footprint=False) == 1 and loose.count(WORSE, footprint=True) == 0
+
+
+def test_the_default_margin_is_the_probe_s_run_spread() -> None:
+    # rss counts pages (run spread 50 %); heap is exact (25 %).
+    base = _doc(t={"rss": [40_000, 47_000], "heap": [1000, 1010]})
+    new = _doc(t={"rss": [65_000, 66_000], "heap": [1300, 1310]})
+    result = compare(base, new, parse_tolerances([], "here"))
+    assert {c.probe: c.status for c in result.changes} == {"rss": WORSE, "heap": REGRESSED}
+
+
+def test_a_page_probe_must_grow_by_its_run_floor_over_the_window() -> None:
+    # The baseline's RSS read a leak of 1 KiB a call as no growth at all (freed memory served
+    # it): 100 KiB more over a window of 100 calls is no regression; 2 MiB more is.
+    base = _doc(t={"rss": [0, 0], "malloc": [0, 0]})
+    small = _doc(t={"rss": [1000, 1100], "malloc": [1000, 1100]})
+    result = compare(base, small, parse_tolerances([], "here"))
+    assert {c.probe: c.status for c in result.changes} == {"rss": WORSE, "malloc": REGRESSED}
+    big = _doc(t={"rss": [20_000, 21_000]})
+    assert compare(base, big, parse_tolerances([], "here")).changes[0].status == REGRESSED
+
+
+def test_a_probe_settled_early_is_compared_over_its_own_window() -> None:
+    # heap settled at 640 calls while the run went on to 1,440: its growth is of 640.
+    base = _doc(t={"heap": [4100, 4150]})
+    new = _doc(t={"heap": [8200, 8250]})
+    new["tests"]["t"]["iterations"] = 1440
+    new["tests"]["t"]["probes"]["heap"].update(growth=8225 * 640, settled_at=640)
+    base["tests"]["t"]["probes"]["heap"]["growth"] = 4125 * 100
+    assert compare(base, new, parse_tolerances([], "here")).changes[0].status == REGRESSED
