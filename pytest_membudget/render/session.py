@@ -33,14 +33,28 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
                     stopped_text(data.get("stopped")))
         rows.append(row)
     for phase in data.get("phases", []):
-        rise = phase.get("probes", {}).get("rss", {})
-        row = (nodeid, f"rss [{phase['name']}]", "-", "-",
-               ", ".join(f"{b['kind']} {fmt(b['probe'], b['limit'])}"
-                         for b in phase.get("budgets", [])) or "-",
-               f"{fmt('rss', rise.get('peak'))} (+{fmt('rss', phase.get('rise'))})",
-               str(phase.get("calls", 1)), phase.get("verdict", ""))
+        rows += phase_rows(nodeid, phase, verbose=verbose)
+    return rows
+
+
+def phase_rows(nodeid: str, phase: dict[str, Any], *, verbose: bool = False
+               ) -> list[tuple[str, ...]]:
+    """A phase's rows: RSS, which every phase reads, and each other probe it budgets, each
+    with its own budgets and figures."""
+    budgets = phase.get("budgets", [])
+    names = ["rss", *dict.fromkeys(b["probe"] for b in budgets if b["probe"] != "rss")]
+    rows: list[tuple[str, ...]] = []
+    for name in names:
+        figures = phase.get("probes", {}).get(name, {})
+        rise = phase.get("rise") if name == "rss" else figures.get("rise")
+        row: tuple[str, ...] = (
+            nodeid, f"{name} [{phase['name']}]", "-", "-",
+            ", ".join(f"{b['kind']} {fmt(name, b['limit'])}"
+                      for b in budgets if b["probe"] == name) or "-",
+            f"{fmt(name, figures.get('peak'))} (+{fmt(name, rise)})",
+            str(phase.get("calls", 1)), phase.get("verdict", ""))
         if verbose:
-            row += (fmt("rss", phase.get("left")), "0", "phase")
+            row += (fmt(name, phase.get("left")) if name == "rss" else "-", "0", "phase")
         rows.append(row)
     return rows
 

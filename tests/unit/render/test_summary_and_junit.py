@@ -61,3 +61,17 @@ def test_junit_properties_are_readable_per_probe() -> None:
         == "inconclusive"
     disabled = {"passed": True, "stopped": "disabled", "probes": {}}
     assert dict(junit_properties(disabled))["membudget.verdict"] == "disabled"
+
+
+def test_a_phase_gets_a_row_for_each_probe_it_budgets() -> None:
+    from pytest_membudget.render.session import phase_rows
+
+    phase = {"name": "load", "calls": 1, "rise": 2e6, "verdict": "fail",
+             "budgets": [{"key": "gc_objects_rise", "probe": "gc_objects", "kind": "rise",
+                          "limit": 100.0}],
+             "probes": {"rss": {"peak": 60e6, "rise": 2e6},
+                        "gc_objects": {"peak": 50_300.0, "rise": 300.0}}}
+    rss, objects = phase_rows("t.py::test", phase)
+    assert rss[1] == "rss [load]" and rss[4] == "-"
+    assert objects[1] == "gc_objects [load]" and objects[4].startswith("rise 100")
+    assert "+300" in objects[5]
