@@ -66,6 +66,11 @@ class ProbeInfo:
     #: and objects of this process): what a judgement inside the window leaves behind is
     #: taken out of its series (measure.probeset.ProbeSet.rebaser).
     own_memory: bool = False
+    #: Whether it sees native memory as well as Python's, in bytes of this process: a failure
+    #: of it gets the share of its slope that the traced Python allocations explain
+    #: (evidence/share.py), and that share decides whether a cache the evidence found still
+    #: filling holds its growth (judge/explain.py).
+    python_share: bool = False
 
     @property
     def ample_growth(self) -> float:
@@ -114,18 +119,19 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
         ProbeInfo("malloc", B, "B", 4096, "malloc",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
-                  witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True),
+                  witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True,
+                  python_share=True),
         ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,

@@ -36,7 +36,7 @@ SHORTEST_SECONDS = 6.0
 FEWEST_CALLS = 24
 #: Seconds of measured work after which a clean verdict stands (Reading.CLEAN: every budget
 #: passes and the exact counters beside RSS are flat beyond doubt): a clean heavy step is
-#: passed as soon as that is settled. A step under about 4.7 ms reaches 640 calls first.
+#: passed as soon as that is known. A step under about 4.7 ms reaches 640 calls first.
 CLEAN_SECONDS = 3.0
 #: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
 #: passes clearly when even its upper bound would not add up to one resolution step over the
@@ -117,10 +117,10 @@ class RunPolicy:
     #: confirmation: a short run whose checkpoints must each see a full tail).
     every_call: bool = False
     #: A fixed run (the sweep's screen) may stop after any of these counts of measured calls,
-    #: when its samples have settled there (nothing left that more calls could flag): the
-    #: loop asks the measurement at those samples only (``Measurement.settled``; see
+    #: when its samples are quiet there (nothing left that more calls could flag): the
+    #: loop asks the measurement at those samples only (``Measurement.quiet``; see
     #: measure/loop.py).
-    settle_at: tuple[int, ...] = ()
+    read_at: tuple[int, ...] = ()
     #: Seconds of measured work after which a verdict may stand on fewer than ``shortest``
     #: calls (never on fewer than FEWEST_CALLS): the heavy-step rule, SHORTEST_SECONDS for a
     #: marked run, shorter for the sweep's confirmation of exact growth.
@@ -178,7 +178,7 @@ class RunPolicy:
 
     def settles(self, measured: int, elapsed: float, clean: bool) -> bool:
         """Whether a probe that passes (clean on its own or not) would stand here alone:
-        an auto run's budgets settle one by one (judge.verdict.keep_settled)."""
+        an auto run's budgets settle one by one (judge.decide)."""
         if not self.auto:
             return False
         return self.stands_clean(measured, elapsed) if clean else self.stands(measured,

@@ -13,24 +13,16 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
-import numpy as np
-
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
-from pytest_membudget.evidence.share import COARSE, explain
+from pytest_membudget.evidence.share import explain
+from pytest_membudget.judge.decide import Found, Record, decide, prime
 from pytest_membudget.judge.fit import trend
-from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, growth_slopes, reading_of
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import (
-    Verdict,
-    judge,
-    native_watch,
-    settling,
-    stopped,
-    unsettle,
-    witnesses,
-)
+from pytest_membudget.judge.verdict import Verdict, native_watch
+from pytest_membudget.judge.witness import witnesses
 from pytest_membudget.measure import footprint
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
@@ -79,8 +71,6 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
                 probes[witness] = probe
                 hidden.add(witness)
     m = storage(spec, probes, capacity_for(spec))
-    m.witnesses = {coarse: tuple(w for w in names if w in probes)
-                   for coarse, names in wanted.items() if coarse in probes}
     m.hidden = frozenset(hidden)
     m.watch = watch if watch in probes else ""
     return m
@@ -130,18 +120,21 @@ def measure(
             m.source_peaks.update(probe_set.peaks())
             if peak_watch is not None:
                 m.watched, peak_watch = peak_watch.stop(), None
-            m.verdict = stopped(m.judge())
+            m.verdict = _last_verdict(m, policy)
             m.peak_evidence = footprint.stopped_evidence(m)
             return m
         m.source_peaks.update(probe_set.peaks())
         if peak_watch is not None:
             m.watched, peak_watch = peak_watch.stop(), None
-        m.verdict = m.judge()
+        m.verdict = _last_verdict(m, policy)
         if m.verdict.failed and spec.run.evidence:
             collection.release()  # evidence must see every object, the old ones too
             types = footprint.kept_types(m, m.start_types)
             m.evidence = yield from _evidence(m, probe_set, iteration)
-            m.verdict = _cache_held(m.verdict, m.evidence)
+            if m.evidence.get("bounded"):
+                m.verdict = _last_verdict(m, policy, _found(m.evidence))
+                if m.verdict.held:
+                    m.evidence["held"] = list(m.verdict.held)
             m.peak_evidence = yield from footprint.peak_evidence(
                 m, iteration + m.evidence.get("iterations", 0), probe_set, types)
             if types is not None and m.peak_evidence:
@@ -223,7 +216,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
     clock = time.perf_counter
     end_clock = clock if cpu is None else cpu.end_iteration
     deadline = m.started + m.spec.run.max_seconds
-    checkpoint = policy.first()
+    m.record = Record.first(policy)
+    checkpoint = m.record.checkpoint
     auto = policy.auto
     m.window_row = m.rows
     m.phase = Phase.WINDOW
@@ -236,7 +230,7 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
     # The window's clock, set before the first sample for the same reason.
     m.window_began, m.window_seconds = clock(), zero + 0.0
     due_time = m.window_began + checkpoint.by
-    settle = policy.settle_at
+    reads = policy.read_at
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
@@ -262,9 +256,9 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples at its settle points, and stops if they have
-            # settled (the delta across a reading is not judged: see sweep/driver.py).
-            if settle and m.measured in settle and m.settled():
+            # A screen reads its samples at its reading points, and stops if they have
+            # gone quiet (the delta across a reading is not judged: see sweep/screen.py).
+            if reads and m.measured in reads and m.quiet():
                 m.stopped = StopReason.CLEAR
                 return iteration
             if cpu is not None:
@@ -272,18 +266,12 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
-        verdict = m.judge()
-        if auto:
-            for name, clean in settling(verdict).items():
-                if name not in m.standing and policy.settles(m.measured, m.window_seconds,
-                                                             clean):
-                    m.standing[name] = (verdict.probes[name], clean, m.measured)
-        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
-                            m.window_seconds, growth_slopes(verdict))
+        decision = decide(m.spec, policy, m.facts(out_of_time), m.record)
+        m.record, step = decision.record, decision.step
         if isinstance(step, StopReason):
             m.stopped = step
             return iteration
-        checkpoint, at, due_time = step, step.at, m.window_began + step.by
+        at, due_time = step.at, m.window_began + step.by
         every = stride.rethink(m.measured)
         # Samples until the next checkpoint: one per stride, one there, one if time runs out.
         while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
@@ -316,21 +304,20 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     return evidence
 
 
-def _cache_held(verdict: Verdict, evidence: dict[str, Any]) -> Verdict:
-    """A failure whose growth the evidence found held by bounded caches still filling (every
-    retaining path runs through one) turns inconclusive: the growth stops when they are full.
-    The coarse probes stay failed when the traced growth does not explain their slope (native
-    growth beside the cache). ``evidence["held"]`` names the probes."""
-    if not evidence.get("bounded"):
-        return verdict
+def _last_verdict(m: Measurement, policy: RunPolicy, found: Found | None = None) -> Verdict:
+    """The verdict on the window where the run ended (at the ceiling: no budget judged on
+    the call it stopped), with what the evidence found."""
+    record = m.record or Record.first(policy)
+    return decide(m.spec, policy, m.facts(end=m.stopped, found=found), record).verdict
+
+
+def _found(evidence: dict[str, Any]) -> Found:
+    """What the evidence found that bears on the verdict: bounded caches still filling that
+    hold the growth, and whether the traced Python allocations explain the failing coarse
+    slope (evidence/share.py)."""
     explained = evidence.get("explained")
-    held = {name for name, p in verdict.probes.items()
-            if p.failed and PROBES[name].traced_evidence
-            and not (name in COARSE and explained and explained.get("rest") != "python")}
-    if not held:
-        return verdict
-    evidence["held"] = sorted(held)
-    return unsettle(verdict, held)
+    return Found(bool(evidence.get("bounded")),
+                 explained.get("rest") == "python" if explained else None)
 
 
 def _native_slope(m: Measurement) -> float | None:
@@ -349,13 +336,12 @@ _primed = False
 
 
 def _prime_judgement(spec: BudgetSpec) -> None:
-    """Judge a synthetic window once per process before a real one opens. The first judgement
-    in a process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand
-    objects and 1 MiB); inside a window they read as growth of the first budgeted test of
-    each process, which under pytest-xdist is a different test on each worker."""
+    """Decide on a synthetic window once per process before a real one opens (judge.decide
+    .prime): the first decision runs lazy imports (about a thousand objects and 1 MiB) that
+    would read as growth of the first budgeted test of each process, which under
+    pytest-xdist is a different test on each worker."""
     global _primed
     if _primed or not spec.probes:
         return
-    x = np.arange(1.0, 33.0)
-    judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
+    prime(spec)
     _primed = True

@@ -72,7 +72,7 @@ class ProbeResult:
     #: what the warm-up kept.
     run_start: float = math.nan
     #: The measured iterations at the checkpoint where the probe's budgets settled while the
-    #: run went on for others (judge.verdict.keep_settled): its slope and bounds are of that
+    #: run went on for others (judge.decide): its slope and bounds are of that
     #: checkpoint. None where it was judged at the run's end.
     settled_at: int | None = None
 
@@ -141,7 +141,7 @@ class MembudgetResult:
         what would settle it."""
         if not self.complete:
             return []
-        return [settle(o, self) for p in self.probes.values() for o in p.outcomes
+        return [remedies_for(o, self) for p in self.probes.values() for o in p.outcomes
                 if o.status is Status.AMBIGUOUS]
 
     def __getitem__(self, probe: str) -> ProbeResult:
@@ -191,7 +191,7 @@ class FootprintRunaway(BudgetExceeded):
             f"bytes, past the hard ceiling of {self.seen.get('ceiling', 0):.0f}"), result)
 
 
-def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
+def remedies_for(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
     """What would settle an ambiguous budget: more iterations for a fixed count, a higher cap
     or more time for an auto run (whichever stopped it), and an exact probe beside a coarse
     one."""
@@ -226,7 +226,12 @@ def build_result(m: Measurement) -> MembudgetResult:
     """The public result of a measurement, finished or cut short by an error."""
     verdict = m.verdict
     if verdict is None and m.rows > 0:
-        verdict = m.judge()
+        from pytest_membudget.judge.decide import Record, decide
+        from pytest_membudget.judge.policy import RunPolicy
+
+        policy = RunPolicy.for_run(m.spec.run)
+        verdict = decide(m.spec, policy, m.facts(end=m.stopped),
+                         m.record or Record.first(policy)).verdict
     stopped = m.stopped
     finished = stopped not in (StopReason.RUNNING, StopReason.CEILING)
     probes: dict[str, ProbeResult] = {}
@@ -238,9 +243,9 @@ def build_result(m: Measurement) -> MembudgetResult:
         for kind, budget in m.spec.for_probe(name).items():
             budgets[kind.value] = budget.limit
         judgement = verdict.probes.get(name) if verdict is not None else None
-        standing = m.standing.get(name)
-        settled_at = (standing[2] if standing is not None and judgement is standing[0]
-                      and standing[2] < m.measured else None)
+        settled_at = judgement.settled_at if judgement is not None else None
+        if settled_at is not None and settled_at >= m.measured:
+            settled_at = None  # settled where the run ended: judged at its end
         slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
         outcomes: tuple[BudgetOutcome, ...] = ()
         if judgement is not None:

@@ -8,104 +8,44 @@ which exceptions end the repeats (``catch``) and how to name them (``classify``)
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import (
-    MIN_VERDICT_ITERATIONS,
-    RunPolicy,
+from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.judge.screen import (
+    EXACT_SECONDS,
+    EXACT_SHORTEST,
+    SCREEN_CALLS,
+    SCREEN_WARMUP,
+    SLOW_CALL,
+    STEADY_PROBES,
+    sweep_verdict,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
-from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SecondLook, SweepOutcome, describe
 from pytest_membudget.sweep.screen import (
-    EXACT_SECONDS,
-    EXACT_SHORTEST,
-    SCREEN_CALLS,
-    SCREEN_PROBES,
-    SCREEN_WARMUP,
-    SLOW_CALL,
-    STEADY_PROBES,
-    flagged,
-    left_out,
-    rule_columns,
-    settle_points,
-    settled,
+    ScreenMeasurement,
+    screen_policy,
+    screen_probes,
+    screen_spec,
 )
 from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
-    GcPolicy,
     NotRepeatable,
     Phase,
-    Remedy,
-    StopReason,
     SweepVerdict,
 )
 
 T = TypeVar("T")
 #: Where the sweep's own budgets come from, in results and messages.
 SOURCE = "from the membudget sweep"
-
-
-class ScreenMeasurement(Measurement):
-    """The screen's samples: the screening rule reads them, so the runner's own judgement of
-    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks at the
-    settle points (see :func:`screen_policy`) whether they have
-    :func:`~pytest_membudget.sweep.screen.settled`. A screen that goes on has the delta
-    across each reading left out of its rule (``read``): the reading's own objects moved
-    ``py_blocks`` by one in that delta in a few screens in a thousand.
-
-    A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
-    write to /proc per screen), and glibc's free memory is not handed back before its window
-    where the screen reads ``malloc``, which sees growth that reuses free memory byte for
-    byte. Handed back, the pages the first measured calls fault in again read as RSS growth
-    of a page or more, which kept the screens of clean slow tests going (each a subprocess
-    run of 30 to 80 ms on multidict's suite: docs/design/sweep.md)."""
-
-    @classmethod
-    def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
-        return {"peaks": False, "release_free_memory": "malloc" not in names}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # Made before the window, so that the reading in it allocates only temporaries.
-        self.least, self.every = rule_columns(tuple(self.probes))
-        #: The window samples of the readings whose following delta is left out of the rule
-        #: (:func:`~pytest_membudget.sweep.screen.left_out`).
-        self.read: list[int] = []
-
-    def judge(self) -> Verdict:
-        return Verdict({})
-
-    def settled(self) -> bool:
-        start = self.window_start
-        at = self.rows - 1 - start
-        # Appended only where the delta after it is left out: the list's first append
-        # allocates a block, which would read as growth in a judged delta (a slow test's
-        # first reading; tests/unit/sweep/test_sweep_driver.py).
-        if left_out(at):
-            self.read.append(at)
-        return settled(self.values[start : self.rows], self.least, self.every)
-
-    def flagged(self) -> dict[str, float]:
-        """The probes the screening rule flags, without the deltas across the readings."""
-        rows = self.values[self.window_start : self.rows].tolist()
-        # No rows (a window never opened): no series, nothing flagged.
-        return flagged(dict(zip(self.probes, zip(*rows, strict=True), strict=False)),
-                       skip=self.read)
-
-    def per_call(self, name: str) -> float:
-        """A probe's net growth per call over the window."""
-        values = self.window()[1][name]
-        return float(values[-1] - values[0]) / max(1, len(values) - 1)
 
 
 @dataclass
@@ -183,22 +123,6 @@ async def drive_async(steps: Steps[T], body: Callable[[], Awaitable[object]]) ->
         return result
 
 
-@functools.lru_cache(maxsize=1)
-def screen_probes() -> tuple[str, ...]:
-    """The screen's probes that can be read on this system (``malloc`` needs glibc)."""
-    from pytest_membudget.probes import create
-
-    return tuple(name for name in SCREEN_PROBES if create(name).unavailable() is None)
-
-
-def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
-    """A fixed, short run, sampled after every call, budgets none: the screen reads the
-    samples itself. Its warm-up calls are made before the run (``repeat``'s
-    ``unmeasured``), unsampled: only the window's samples are read."""
-    return BudgetSpec((), replace(run, iterations=calls, warmup=1, gc=GcPolicy.COLLECT,
-                                  evidence=False, strict=False))
-
-
 def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Budget, ...],
               seconds: float) -> BudgetSpec:
     """The full auto verdict on the flagged probes: slope 0 each, unless a default budget
@@ -208,16 +132,6 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                     for name in probes)
     return BudgetSpec(budgets, replace(run, iterations=None, max_seconds=seconds,
                                        strict=False))
-
-
-def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
-    """The screen's length: the first of its settle points (every second call at the default
-    length, and the first call too for a ``slow`` test: see
-    :func:`~pytest_membudget.sweep.screen.settle_points`) where nothing could still be
-    flagged (each probe read on every delta has had one under its threshold, threads and
-    descriptors have not moved), otherwise all of its calls."""
-    calls = spec.run.iterations or SCREEN_CALLS
-    return replace(RunPolicy.for_run(spec.run), settle_at=settle_points(calls, slow))
 
 
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
@@ -293,7 +207,7 @@ def sweep_steps(
     # Names built per call that the interpreter's type cache keeps would read as a block or
     # two per call: the cache is cleared after each repeat, the screen's as the verdict's.
     TYPE_CACHE.arm()
-    screen = yield from _screen(spec, catch, slow)
+    screen = yield from screen_run(spec, catch, slow)
     outcome.calls = screen.calls
     if screen.error is not None:
         outcome.screen_seconds = ending.elapsed()
@@ -389,7 +303,7 @@ def _time_for_verdict(ending: _Ending, spec: BudgetSpec, policy: RunPolicy,
     return left
 
 
-def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
+def screen_run(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
             slow: bool = False) -> Steps[Repetition]:
     return (yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
                               storage=ScreenMeasurement, policy=screen_policy(spec, slow)))
@@ -455,21 +369,8 @@ def _prime_screen(spec: BudgetSpec) -> None:
 
 
 def verdict_of(result: MembudgetResult) -> SweepVerdict:
-    """A leak is a failure the auto run confirmed (it stopped because the verdict was clear).
-    A run the sweep's time stopped is cut short, failing or not: growth that has not been
-    confirmed at twice its length may be a cache still filling (measured on toolz's suite
-    with membudget_sweep_seconds=2: tests stopped at 49 and 192 calls, failing, while the
-    interpreter's method cache filled)."""
-    if result.failures and result.stopped is StopReason.CLEAR:
-        return SweepVerdict.LEAK
-    if result.failures:
-        return SweepVerdict.CUT_SHORT if result.stopped is StopReason.CAP else (
-            SweepVerdict.INCONCLUSIVE)
+    """The sweep's verdict on a full verdict's result (judge.screen.sweep_verdict)."""
     cap = result.settings.get("max_iterations")
-    shortest = min(MIN_VERDICT_ITERATIONS, cap) if isinstance(cap, int) else (
-        MIN_VERDICT_ITERATIONS)
-    out_of_time = result.stopped is StopReason.CAP and result.iterations < shortest
-    unsettled = result.unsettled
-    if out_of_time or any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
-        return SweepVerdict.CUT_SHORT
-    return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
+    return sweep_verdict(bool(result.failures), result.stopped, result.iterations,
+                         cap if isinstance(cap, int) else None,
+                         [u.remedies for u in result.unsettled])

@@ -1,0 +1,193 @@
+"""The sweep's screening rule: which tests a short run on exact counters flags for the full
+verdict. Pure, plain Python (numpy arrays are read as sequences).
+
+A screen is a fixed, short run sampled after every call, garbage collected before each sample
+(see measure/probeset.py). The rule is CPython's leak hunter's (``regrtest -R``), which calls a
+leak when every delta after the warm-up is at least one: a leak grows on every call, while a
+clean test's counters come back to the same value, or wander up and down. The figures behind
+the length and the thresholds are in docs/design/sweep.md (measured with bench/sweep.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+from pytest_membudget.catalog import PAGE
+from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.vocabulary import Remedy, StopReason, SweepVerdict
+
+if TYPE_CHECKING:  # the rule reads numpy arrays as sequences; it never imports numpy
+    import numpy as np
+    import numpy.typing as npt
+
+#: Calls after the test's own first call before the screen's first sample (lazy imports,
+#: first-call caches), and calls measured (the default of membudget_sweep_screen).
+SCREEN_WARMUP = 2
+SCREEN_CALLS = 8
+
+#: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
+#: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
+#: (and untracked ones), and reading it exactly costs a walk of every frozen object per
+#: sample (get_freeze_count: 0.44 ms on 34,000 objects), the whole session's heap in a
+#: screen; on the detection corpus it flagged no case py_blocks did not (bench/sweep.py).
+SCREEN_PROBES = ("py_blocks", "malloc", "threads", "fds", "rss")
+
+
+@dataclass(frozen=True)
+class Step:
+    """How one probe's deltas are read: ``every``: each delta must be at least ``least``
+    (CPython's rule); otherwise the net growth over the screen must be at least ``least``
+    (threads and descriptors, which leak on some calls only, as CPython's ``any(deltas)``
+    for descriptors)."""
+
+    least: float
+    every: bool = True
+
+
+#: The reading of each probe.
+#: Exact counters whose screen rule asks for growth on every call: growth they show is no
+#: page rounding and no wandering free list, and the full verdict confirms it sooner.
+STEADY_PROBES = frozenset({"py_blocks", "malloc"})
+#: Calls on which the full verdict confirms growth the screen saw on STEADY_PROBES (see
+#: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
+EXACT_SHORTEST = 128
+#: Seconds of measured work on which that confirmation stands for a slow test, whose 128
+#: calls would take longer: judged after half of it, confirmed at twice the calls.
+EXACT_SECONDS = 2.0
+
+RULES: dict[str, Step] = {
+    "py_blocks": Step(1.0),
+    "malloc": Step(1.0),
+    # A page: RSS moves in pages, and every delta at least one page is growth on every call
+    # that the exact counters did not see.
+    "rss": Step(float(PAGE)),
+    "threads": Step(1.0, every=False),
+    "fds": Step(1.0, every=False),
+}
+
+
+def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
+            rules: Mapping[str, Step] = RULES, skip: Collection[int] = ()) -> dict[str, float]:
+    """The probes whose samples (one per call, the window only) grew by the rule, each with
+    its growth over the screen. ``skip``: deltas left out of the rule (those across the
+    screen's readings), whose growth still counts in the net; one delta at least is
+    judged. Plain Python: a screen's series are a few samples each, for which numpy's calls
+    cost more than the arithmetic (this rule and :func:`quiet` took 0.17 s of the 1,429
+    screens of multidict's suite with numpy, 0.06 s without)."""
+    found: dict[str, float] = {}
+    for name, values in series.items():
+        rule = rules.get(name)
+        if rule is None or len(values) < 2:
+            continue
+        deltas = _deltas(values)
+        left_out = {i for i in skip if 0 <= i < len(deltas)}
+        if left_out and len(left_out) < len(deltas):
+            deltas = [d for i, d in enumerate(deltas) if i not in left_out]
+        growth = float(values[-1] - values[0])
+        if all(d >= rule.least for d in deltas) if rule.every else growth >= rule.least:
+            found[name] = growth
+    return found
+
+
+#: A test whose own call took this many seconds or more (a training step, a rollout, a
+#: subprocess) is read after its first measured call too (SLOW_READING): each call it does
+#: not make saves more than the screen's sampling costs. The delta after that reading is
+#: judged, not left out (see left_out).
+SLOW_CALL = 0.01
+SLOW_READING = 1
+
+
+def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
+    """Counts of measured calls after which a screen of ``calls`` may stop: every second call
+    at the default length (SCREEN_CALLS: after 2, 4 and 6) and below, half of a longer
+    screen's. A screen whose calls so far left nothing that more calls could flag (see
+    :func:`quiet`) ends at the first of them where that holds; the calls are most of a
+    screen's cost, on a suite of 1 ms tests as on one of heavy steps. Each reading that does
+    not stop the screen costs its every-delta rule the delta across it (see ``flagged``).
+
+    The first point matters only to ``threads`` and ``fds``, read on their net growth: a
+    probe read on every delta can no longer be flagged once one delta missed it, whenever
+    that was. On the screening data (bench/sweep.py screen), settling after 2 calls flags
+    what settling after 4 does at the default length; a thread kept on one call in ten is
+    seen by a screen of 16 calls that stops reading at 8, and missed when it stops at 4. The
+    later points end the screens of tests whose exact counters grow on their first few
+    calls and then stop (a subprocess's, a buffer's first growth). A ``slow`` test's screen
+    of the default length or shorter reads after its first call as well: a clean one stops
+    there when nothing moved, one call sooner; what it forgoes is a thread or descriptor
+    kept on its second call and not its first. A longer screen, asked for to see such leaks,
+    does not. docs/design/sweep.md gives the figures."""
+    first = 2 if calls <= SCREEN_CALLS else calls // 2
+    points = tuple(range(first, calls, first))
+    if slow and SLOW_READING < calls <= SCREEN_CALLS:
+        return (SLOW_READING, *points)
+    return points
+
+
+def left_out(reading: int) -> bool:
+    """Whether the delta after a screen's reading at this window sample is left out of the
+    rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
+    its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
+    one after a slow test's first reading (SLOW_READING), which is judged: leaving it out as
+    well flagged more clean screens on the screening data (docs/design/sweep.md)."""
+    return reading != SLOW_READING
+
+
+@functools.lru_cache(maxsize=8)
+def rule_columns(names: tuple[str, ...]) -> tuple[tuple[float, ...], tuple[bool, ...]]:
+    """Each probe's ``least`` and ``every`` (RULES) in the order of ``names`` (a probe without
+    a rule: never flagged, never keeps a screen going). Made once per set of probes, not
+    once per screen."""
+    least = tuple(RULES[n].least if n in RULES else math.inf for n in names)
+    every = tuple(RULES[n].every if n in RULES else True for n in names)
+    return least, every
+
+
+def quiet(block: Sequence[Sequence[float]] | npt.NDArray[np.float64],
+            least: Sequence[float], every: Sequence[bool]) -> bool:
+    """Whether more calls could not flag any probe of a screen's samples so far (``block``:
+    a row per sample, a column per probe): each probe read by ``every`` delta has a delta
+    under its least (the rule can no longer hold), and each probe read on its net growth
+    (threads, descriptors) has not moved at all. Plain Python, as :func:`flagged`."""
+    if len(block) < 2:
+        return False
+    rows = block.tolist() if hasattr(block, "tolist") else block
+    for column, floor, each in zip(zip(*rows, strict=True), least, every, strict=True):
+        deltas = _deltas(column)
+        if each and not any(d < floor for d in deltas):
+            return False
+        if not each and any(d != 0 for d in deltas):
+            return False
+    return True
+
+
+def _deltas(values: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
+    """The differences of consecutive samples, as Python floats."""
+    row = values.tolist() if hasattr(values, "tolist") else values
+    return [later - earlier for earlier, later in pairwise(row)]
+
+
+def sweep_verdict(failed: bool, stopped: StopReason, measured: int, cap: int | None,
+                  unsettled: Sequence[Sequence[Remedy]]) -> SweepVerdict:
+    """Where a flagged test ends up after its full verdict: ``failed``, whether a budget
+    failed; ``stopped``, why the run stopped, after ``measured`` calls; ``cap``, its
+    max_iterations; ``unsettled``, the remedies of each budget that ended inconclusive.
+
+    A leak is a failure the auto run confirmed (it stopped because the verdict was clear).
+    A run the sweep's time stopped is cut short, failing or not: growth that has not been
+    confirmed at twice its length may be a cache still filling (the interpreter's method
+    cache, on calls that make new names)."""
+    if failed and stopped is StopReason.CLEAR:
+        return SweepVerdict.LEAK
+    if failed:
+        return SweepVerdict.CUT_SHORT if stopped is StopReason.CAP else (
+            SweepVerdict.INCONCLUSIVE)
+    shortest = min(MIN_VERDICT_ITERATIONS, cap) if cap is not None else MIN_VERDICT_ITERATIONS
+    out_of_time = stopped is StopReason.CAP and measured < shortest
+    if out_of_time or any(Remedy.MAX_SECONDS in remedies for remedies in unsettled):
+        return SweepVerdict.CUT_SHORT
+    return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
