@@ -71,6 +71,11 @@ class ProbeInfo:
     #: (evidence/share.py), and that share decides whether a cache the evidence found still
     #: filling holds its growth (judge/explain.py).
     python_share: bool = False
+    #: Whether its growth may be a fill that slows down (judge/fill.py): a failure of such
+    #: probes alone is seen again at four times its length before it stands, and each time
+    #: must keep at least this share of its first slope; a screen's growth of one of them
+    #: alone gets a second look. 0: its growth never reads as a fill.
+    fill_keeps: float = 0.0
 
     @property
     def ample_growth(self) -> float:
@@ -131,7 +136,7 @@ PROBES: dict[str, ProbeInfo] = {
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
                   witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True,
-                  python_share=True),
+                  python_share=True, fill_keeps=0.75),
         ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,

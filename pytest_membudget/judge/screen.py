@@ -18,6 +18,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from pytest_membudget.catalog import PAGE
+from pytest_membudget.judge import fill
 from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
 from pytest_membudget.vocabulary import Remedy, StopReason, SweepVerdict
 
@@ -191,3 +192,35 @@ def sweep_verdict(failed: bool, stopped: StopReason, measured: int, cap: int | N
     if out_of_time or any(Remedy.MAX_SECONDS in remedies for remedies in unsettled):
         return SweepVerdict.CUT_SHORT
     return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
+
+
+#: Rounds of the screen's length in a second look (see :func:`look_ends`).
+SECOND_LOOK_ROUNDS = 2
+
+
+def second_look(flagged: Mapping[str, float]) -> str | None:
+    """The probe whose growth gets a second look before a full verdict: one probe flagged
+    alone whose growth may be a fill that slows down (judge/fill.py). glibc's bytes in use
+    rise on every call of many clean tests for a few calls (numpy's caches, an arena's
+    bookkeeping under arrays of random sizes), and a full verdict takes far longer to tell."""
+    if len(flagged) == 1 and fill.filling(flagged):
+        return next(iter(flagged))
+    return None
+
+
+def look_goes_on(probe: str, first: float, rounds: Sequence[float], every: bool) -> bool:
+    """Whether the growth goes on after the latest round of a second look (``rounds``: the
+    growth per call on each, the latest last; ``first``: the screen's): it grew on every call
+    of the round, or it did not slow as a fill does against the slowest growth before it
+    (judge.fill.slowing, read on a few calls)."""
+    before = min((first, *rounds[:-1]))
+    return every or not fill.slowing({probe: before}, {probe: rounds[-1]}, few_calls=True)
+
+
+def look_ends(rounds: Sequence[float], every: bool, goes_on: bool) -> bool:
+    """Whether a second look ends after its latest round: growth on every call goes to the
+    full verdict at once, growth that slowed passes the test, and one in between is looked
+    at again while fewer than SECOND_LOOK_ROUNDS rounds were made. Most fills of numpy's
+    caches under random sizes end within the first round's calls and read flat on the
+    second."""
+    return every or not goes_on or len(rounds) >= SECOND_LOOK_ROUNDS

@@ -21,6 +21,9 @@ from pytest_membudget.judge.screen import (
     SCREEN_WARMUP,
     SLOW_CALL,
     STEADY_PROBES,
+    look_ends,
+    look_goes_on,
+    second_look,
     sweep_verdict,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
@@ -213,8 +216,9 @@ def sweep_steps(
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
-    if set(outcome.flagged) == {SECOND_LOOK} and 2 * ending.elapsed() < allowed:
-        again = yield from _second_look(spec, catch, ending, screen)
+    look = second_look(outcome.flagged)
+    if look is not None and 2 * ending.elapsed() < allowed:
+        again = yield from _second_look(spec, catch, ending, screen, look)
         if again.error is not None:
             outcome.screen_seconds = ending.elapsed()
             return ending.not_repeatable(again, screen.calls)
@@ -237,53 +241,33 @@ def sweep_steps(
     return ending.judged(full)
 
 
-#: The probe whose growth alone gets a second look before a full verdict: glibc's bytes in
-#: use rise on every call of many clean tests for a few calls (numpy's caches, an arena's
-#: bookkeeping under arrays of random sizes), and a full verdict of such a test runs 128
-#: calls or 2 s of its work to tell (1 to 3 s each on gymnasium's suite, 82 tests).
-SECOND_LOOK = "malloc"
-#: The share of the slowest growth per call seen so far (the screen's, then the first
-#: round's) that a round of the second look must keep for the growth to go on, where it no
-#: longer grows on every call: a leak keeps its rate (a fixed leak grows on every call
-#: again; one of random sizes keeps its mean), a fill that is ending does not. The full
-#: verdict's reading of a slowing fill (judge.policy.FILL_SLOWDOWN) on a few calls.
-SECOND_LOOK_KEEPS = 0.5
-#: Rounds of the screen's length in a second look. The second is made only where the first
-#: kept the rate without growing on every call: on gymnasium's suite, most fills of numpy's
-#: caches under random sizes end within the first round's calls and read flat on the
-#: second (18 tests of 56 and 65 looked at went on to a full verdict with one round, 7 and
-#: 9 of 63 and 69 with two; bench/README.md).
-SECOND_LOOK_ROUNDS = 2
-
-
 def _second_look(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
-                 ending: _Ending, screen: Repetition) -> Steps[Repetition]:
+                 ending: _Ending, screen: Repetition, probe: str) -> Steps[Repetition]:
     """Rounds of the screen's length on the flagged probe alone, each after one call
     unread (as the screen's window: the first call after a run's first reading read 100 to
     200 B more of ``malloc`` on gymnasium's tests, on every round), all calls read, the type
     cache cleared after each as before: whether the growth goes on. A round that grew on
-    every call goes to the full verdict at once; one that kept under SECOND_LOOK_KEEPS of
-    the slowest rate before it passes the test; one in between is followed by another
-    round while the rounds and the time last. Its figures go into the outcome."""
+    every call goes to the full verdict at once; one whose growth slowed as a fill's does
+    (judge.screen.look_goes_on) passes the test; one in between is followed by another
+    round while the rounds (judge.screen.SECOND_LOOK_ROUNDS) and the time last. Its figures
+    go into the outcome."""
     assert isinstance(screen.measurement, ScreenMeasurement)
     outcome = ending.outcome
-    first = screen.measurement.per_call(SECOND_LOOK)
+    first = screen.measurement.per_call(probe)
     look = replace(spec, run=replace(spec.run, warmup=1))
     rounds: list[float] = []
     while True:
-        again = yield from repeat(look, (SECOND_LOOK,), catch, storage=ScreenMeasurement,
+        again = yield from repeat(look, (probe,), catch, storage=ScreenMeasurement,
                                   policy=RunPolicy.for_run(look.run))
         outcome.calls += again.calls
         if again.error is not None:
             return again
         assert isinstance(again.measurement, ScreenMeasurement)
-        then = again.measurement.per_call(SECOND_LOOK)
-        every = SECOND_LOOK in again.measurement.flagged()
-        goes_on = every or then >= SECOND_LOOK_KEEPS * min([first, *rounds])
-        rounds.append(then)
-        outcome.second_look = SecondLook(SECOND_LOOK, first, tuple(rounds), every, goes_on)
-        if (every or not goes_on or len(rounds) == SECOND_LOOK_ROUNDS
-                or 2 * ending.elapsed() >= outcome.allowed):
+        rounds.append(again.measurement.per_call(probe))
+        every = probe in again.measurement.flagged()
+        goes_on = look_goes_on(probe, first, rounds, every)
+        outcome.second_look = SecondLook(probe, first, tuple(rounds), every, goes_on)
+        if look_ends(rounds, every, goes_on) or 2 * ending.elapsed() >= outcome.allowed:
             return again
 
 

@@ -22,7 +22,7 @@ from pytest_membudget.vocabulary import (
 
 @dataclass(frozen=True)
 class SecondLook:
-    """A second screen of a test flagged on one probe alone (sweep.driver.SECOND_LOOK):
+    """A second screen of a test flagged on one probe alone (judge.screen.second_look):
     that probe's growth per call on the screen (``first``) and on each round of the second
     look (``rounds``, one or two), whether it grew on every call of the last round, and
     whether its growth went on (a full verdict follows) or stopped (the test passed without
