@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_membudget.judge.explain import explains
+
 #: The probes whose slope the line is about: they see native memory as well as Python's.
 #: (``heap`` is what tracemalloc traces: its share is all of it by construction.)
 COARSE = ("rss", "uss", "pss", "malloc")
-#: A share under this leaves a rest worth naming.
-SMALL_SHARE = 0.5
 #: What a user can do about memory the allocator keeps free.
 FRAGMENTATION_REMEDIES = ("MALLOC_ARENA_MAX=2 in the environment, ctypes.CDLL('libc.so.6')"
                           ".malloc_trim(0) between steps, or another allocator "
@@ -35,7 +35,7 @@ def explain(failing: dict[str, float], traced: float | None,
     found: dict[str, Any] = {"probe": probe, "slope": slope, "traced": traced,
                              "share": traced / slope}
     rest = slope - traced
-    if found["share"] >= SMALL_SHARE:
+    if explains(traced, slope):
         found["rest"] = "python"
     elif probe == "malloc":
         found["rest"] = "native"
@@ -43,5 +43,5 @@ def explain(failing: dict[str, float], traced: float | None,
         found["rest"] = "unknown"
     else:
         found["native"] = native
-        found["rest"] = "native" if native >= SMALL_SHARE * rest else "free"
+        found["rest"] = "native" if explains(native, rest) else "free"
     return found

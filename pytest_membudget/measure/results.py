@@ -272,35 +272,18 @@ def build_result(m: Measurement) -> MembudgetResult:
     )
 
 
-#: A failing heap budget explains RSS growth up to this many times its own slope (pymalloc's
-#: arenas and pages round Python's bytes up); beyond it the rest is native.
-HEAP_EXPLAINS = 2.0
-
-
-def _explained_by_failure(m: Measurement, slope: float) -> bool:
-    """Whether the RSS growth is the growth a budget already failed on: a failing count of
-    Python objects (py_blocks, gc_objects: their bytes are unknown, so RSS growing beside
-    them says nothing of native memory), or a failing heap slope within HEAP_EXPLAINS of
-    it."""
-    if m.verdict is None:
-        return False
-    failed = {name: p.trend.slope for name, p in m.verdict.probes.items() if p.failed}
-    if "heap" in failed:
-        return slope <= HEAP_EXPLAINS * max(failed["heap"], 0.0)
-    return bool(failed)
-
-
 def native_note(m: Measurement) -> list[dict[str, Any]]:
     """A note when the budgets are all blind to native memory and the probe watched beside
     them (RSS) grew clearly over the window: the slope, its bounds, what the budgets did
     not see and the budgets that would judge it."""
     if not m.watch:
         return []
+    from pytest_membudget.judge.explain import explained_by_failure
     from pytest_membudget.judge.verdict import grows_clearly
 
     x, series = m.window()
     t = grows_clearly(m.watch, x, series[m.watch], m.spec.run.confidence)
-    if t is None or _explained_by_failure(m, t.slope):
+    if t is None or (m.verdict is not None and explained_by_failure(m.verdict, t.slope)):
         return []
     budgeted = sorted({b.probe for b in m.spec.budgets})
     return [{"kind": "native_growth", "probe": m.watch, "slope": finite_or_none(t.slope),
