@@ -103,6 +103,20 @@ class _Before:
     done: int = 0
     extra: int = 0
 
+    def own(self) -> list[object]:
+        """The evidence's own records, the one list every count of what the rerun made
+        leaves out (measure/own.py): this state and its tables, the census's bookkeeping,
+        and the records of the growing lines (the list, each site's dict, and the caller
+        found for a library line: a ``(file, line)`` tuple the collector still tracks, once
+        read as a growing ``tuple`` held by the site)."""
+        records: list[object] = [self, self.types, self.threads, self.fds, *self.atoms.own(),
+                                 self.fresh, self.paths, self.caches, self.traced, self.sites]
+        for site in self.sites:
+            records.append(site)
+            if site.get("via") is not None:
+                records.append(site["via"])
+        return records
+
 
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
@@ -146,8 +160,7 @@ def collect(
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
-    own = (state, state.types, state.threads, state.fds, *state.atoms.own(), state.fresh,
-           state.paths, state.caches, state.traced, *_site_records(state.sites))
+    own = state.own()
     grown = type_counts(exclude=own, atoms=state.atoms, fresh=state.fresh) if memory else (
         Counter())
     del own  # it holds the rerun's objects, which the retaining paths must not meet
@@ -169,7 +182,7 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
     """What the collector tracks now, while the objects alive before the rerun are frozen:
     the rerun's own, less the evidence's bookkeeping. None where frozen objects still show
     (the sentinel: ``state``, made before the freeze)."""
-    left_out = {id(state.threads), id(state.fds), *map(id, _site_records(state.sites))}
+    left_out = {id(record) for record in state.own()}
     left_out.add(id(left_out))
     found = gc.get_objects()
     fresh = []
@@ -180,18 +193,6 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
         if id(obj) not in left_out:
             fresh.append(obj)
     return fresh
-
-
-def _site_records(sites: list[dict[str, Any]]) -> list[object]:
-    """The evidence's own records of the growing lines: the list, each site's dict, and the
-    caller found for a library line (a ``(file, line)`` tuple the collector still tracks,
-    once read as a growing ``tuple`` held by the site). None of them is the workload's."""
-    records: list[object] = [sites]
-    for site in sites:
-        records.append(site)
-        if site.get("via") is not None:
-            records.append(site["via"])
-    return records
 
 
 def _no_fresh_reason() -> str:
@@ -224,7 +225,7 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
     untracked, state.atoms.dicts = state.atoms.dicts, []
     deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
     try:
-        return retaining_paths(top, new, deadline, ignored=(state, names, top),
+        return retaining_paths(top, new, deadline, ignored=(*state.own(), names, top),
                                caches=state.caches, untracked=untracked)
     finally:
         new.clear()

@@ -23,7 +23,7 @@ from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict, native_watch
 from pytest_membudget.judge.witness import witnesses
-from pytest_membudget.measure import footprint
+from pytest_membudget.measure import footprint, own
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.results import FootprintRunaway
@@ -89,7 +89,7 @@ def measure(
     probe_set = ProbeSet(probes)
     collection = GarbageCollection(spec.run.gc)
     sample = probe_set.sampler(m, collection.collect)
-    rebase = probe_set.rebaser(m, collection.collect)
+    rebase = own.Rebaser(probe_set, m, collection.collect)
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
     m.started = time.perf_counter()
@@ -148,7 +148,7 @@ def measure(
     return m
 
 
-def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: Callable[[], None],
+def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: own.Rebaser,
               policy: RunPolicy, collection: GarbageCollection,
               peak_watch: PeakWatch | None) -> Generator[int, None, int]:
     """The warm-up, then the measured window; the iteration after the window's last."""
@@ -205,7 +205,7 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
     return len(times), m.stride
 
 
-def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: Stride,
+def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
             policy: RunPolicy, iteration: int,
             cpu: IterCpuTimeProbe | None) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
@@ -256,8 +256,9 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples at its reading points, and stops if they have
-            # gone quiet (the delta across a reading is not judged: see sweep/screen.py).
+            # A screen reads its samples at its reading points, and stops if they have gone
+            # quiet; the delta across a reading that does not stop it is left out of the
+            # screen's rule (measure/own.py).
             if reads and m.measured in reads and m.quiet():
                 m.stopped = StopReason.CLEAR
                 return iteration
@@ -332,16 +333,8 @@ def _native_slope(m: Measurement) -> float | None:
     return trend(x, series["malloc"], m.spec.run.confidence).slope if len(x) > 1 else None
 
 
-_primed = False
-
-
 def _prime_judgement(spec: BudgetSpec) -> None:
-    """Decide on a synthetic window once per process before a real one opens (judge.decide
-    .prime): the first decision runs lazy imports (about a thousand objects and 1 MiB) that
-    would read as growth of the first budgeted test of each process, which under
-    pytest-xdist is a different test on each worker."""
-    global _primed
-    if _primed or not spec.probes:
-        return
-    prime(spec)
-    _primed = True
+    """Decide on a synthetic window once per process before a real one opens (measure/own.py):
+    the first decision runs lazy imports (about a thousand objects and 1 MiB)."""
+    if spec.probes:
+        own.prime_once("judgement", lambda: prime(spec))

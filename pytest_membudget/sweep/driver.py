@@ -27,6 +27,7 @@ from pytest_membudget.judge.screen import (
     sweep_verdict,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
+from pytest_membudget.measure import own
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
@@ -337,19 +338,16 @@ class _Ending:
         return self.finish()
 
 
-_primed = False
-
-
 def _prime_screen(spec: BudgetSpec) -> None:
-    """Screen an empty body twice per process before the first real screen. A process's
-    first screen reads its own first-time costs as growth on every call (docs/design/sweep.md gives
-    the figures); under pytest-xdist that would be a different test on each worker."""
-    global _primed
-    if not _primed:
-        _primed = True
+    """Screen an empty body twice per process before the first real screen (measure/own.py):
+    a process's first screen reads its own first-time costs as growth on every call."""
+
+    def prime() -> None:
         for _ in range(2):
             drive(repeat(spec, screen_probes(), (), storage=ScreenMeasurement,
                          policy=screen_policy(spec)), lambda: None)
+
+    own.prime_once("screen", prime)
 
 
 def verdict_of(result: MembudgetResult) -> SweepVerdict:
