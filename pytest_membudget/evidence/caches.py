@@ -13,13 +13,8 @@ import time
 from collections.abc import Generator, Mapping, MutableMapping
 from typing import Any
 
-from pytest_membudget.evidence.steps import iterations
+from pytest_membudget.evidence.steps import LEAST_CALLS, MOST_CALLS, iterations
 from pytest_membudget.vocabulary import RootKind
-
-#: Most seconds, and fewest iterations, of the short run that reads how fast the caches fill.
-FILL_SECONDS = 0.2
-FILL_MIN_ITERATIONS = 2
-FILL_MAX_ITERATIONS = 50
 
 _LRU_WRAPPER: tuple[type, ...] = tuple(
     t for t in (getattr(functools, "_lru_cache_wrapper", None),) if isinstance(t, type))
@@ -66,14 +61,14 @@ def describe(obj: object) -> dict[str, Any] | None:
     return {"name": _name(obj), "kind": kind, "currsize": found[0], "maxsize": found[1]}
 
 
-def fill_rates(caches: Mapping[int, object],
-               start: int) -> Generator[int, None, tuple[dict[int, dict[str, Any]], int]]:
-    """A few more iterations (FILL_SECONDS at most), with each cache's entries read before
+def fill_rates(caches: Mapping[int, object], start: int, seconds: float
+               ) -> Generator[int, None, tuple[dict[int, dict[str, Any]], int]]:
+    """A few more iterations (``seconds`` at most), with each cache's entries read before
     and after: entries gained per call, and calls until full. Returns them by the cache's
     id, and the iterations run."""
     before = {key: fill(obj) for key, obj in caches.items()}
-    done = yield from iterations(start, FILL_MAX_ITERATIONS, FILL_MIN_ITERATIONS,
-                                 time.perf_counter() + FILL_SECONDS)
+    done = yield from iterations(start, MOST_CALLS, LEAST_CALLS,
+                                 time.perf_counter() + seconds)
     rates: dict[int, dict[str, Any]] = {}
     for key, obj in caches.items():
         first, last = before[key], fill(obj)

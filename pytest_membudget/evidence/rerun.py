@@ -33,12 +33,12 @@ from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
 from pytest_membudget.evidence.sites import (
     CALLER_FRAMES,
-    CALLER_SECONDS,
     TOP,
     TRACE_FRAMES,
     callers,
     growing_sites,
 )
+from pytest_membudget.evidence.steps import LEAST_CALLS, Deadline, seconds
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
 from pytest_membudget.interpreter import (
@@ -49,22 +49,6 @@ from pytest_membudget.interpreter import (
 )
 from pytest_membudget.vocabulary import ProbeKind
 
-#: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
-#: and whether the top lines stay the same). Collecting garbage and counting objects cost the
-#: same before and after the rerun, and grow with the heap; the traced rerun gets what they
-#: leave, within RERUN_SECONDS. Tracing slows allocation-heavy loops several times over, so
-#: the rerun stops on time as well as on count.
-EVIDENCE_SECONDS = 0.8
-RERUN_SECONDS = (0.1, 0.6)
-#: Of EVIDENCE_SECONDS, those kept for the retaining paths; and the least they get when the
-#: rest of the evidence took longer than it should (a heap of millions of objects, or a slow
-#: step whose rerun used the time): a few walks of the heap, enough for a short path. (An
-#: lru_cache's entries on a 25 ms step took 0.125 s to find in a test process: 0.1 s cut it
-#: short, and the cache that held the growth went unnamed.)
-PATH_SECONDS = 0.15
-PATH_LEAST_SECONDS = 0.25
-#: Fewest iterations of the rerun: growth needs at least two to show.
-EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
 #: no more iterations than it takes the failing probes to grow this much.
 PLAIN_GROWTH = {ProbeKind.BYTES: 256 * 1024.0, ProbeKind.COUNT: 16.0}
@@ -121,7 +105,7 @@ class _Before:
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
 ) -> Generator[int, None, dict[str, Any]]:
-    """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
+    """Run up to ``iterations`` more iterations (within the evidence's deadline) and report
     what grew during them and what keeps it alive; then, when a growing line is in a library,
     a few more with deeper tracebacks to find the user's line that called it, and when the
     growth is native, a few more under memray for its native stacks."""
@@ -172,7 +156,7 @@ def collect(
         result["bounded"] = yield from _cache_fill(state, start_iteration)
     if memory and native_wanted(failing, state.sites):
         result["native"] = yield from native_stacks(
-            start_iteration + state.done + state.extra, iterations)
+            start_iteration + state.done + state.extra, iterations, seconds("native"))
     # Everything the evidence took: reruns, collections, snapshots, counts, native stacks.
     result["seconds"] = round(time.perf_counter() - state.started, 6)
     return result
@@ -205,7 +189,7 @@ def _no_fresh_reason() -> str:
 
 def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
-    time (at least PATH_LEAST_SECONDS)."""
+    time (at least its ``paths_least`` share)."""
     top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
     if not top:
         return []
@@ -223,7 +207,7 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
             new[name].append(obj)
     state.fresh, state.atoms.new = [], []
     untracked, state.atoms.dicts = state.atoms.dicts, []
-    deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
+    deadline = max(Deadline(state.started).end, time.perf_counter() + seconds("paths_least"))
     try:
         return retaining_paths(top, new, deadline, ignored=(*state.own(), names, top),
                                caches=state.caches, untracked=untracked)
@@ -237,7 +221,8 @@ def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[st
     more iterations; then the caches that hold all the growth the paths found (empty when
     some of it is held elsewhere)."""
     caches = {id(obj): obj for obj, _ in state.caches}
-    rates, done = yield from fill_rates(caches, start + state.done + state.extra)
+    rates, done = yield from fill_rates(caches, start + state.done + state.extra,
+                                        seconds("fill"))
     state.extra += done
     for obj, description in state.caches:
         description.update(rates.get(id(obj), {}))
@@ -258,11 +243,10 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     before = tracemalloc.take_snapshot() if state.memory else None
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
-    shortest, longest = RERUN_SECONDS
-    left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS + PATH_SECONDS if state.memory
-                                           else 0.0)
-    state.done = yield from rerun_steps(start_iteration, iterations, EVIDENCE_MIN_ITERATIONS,
-                                        now + min(longest, max(shortest, left)))
+    left = Deadline(state.started).end - now - spent - (
+        seconds("callers") + seconds("paths") if state.memory else 0.0)
+    rerun = min(seconds("rerun"), max(seconds("rerun_least"), left))
+    state.done = yield from rerun_steps(start_iteration, iterations, LEAST_CALLS, now + rerun)
     collect_quietly()
     if before is not None:
         state.sites, state.traced = growing_sites(before, tracemalloc.take_snapshot(),
@@ -273,7 +257,8 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     if wanted and own_tracer:
         tracemalloc.stop()
         tracemalloc.start(CALLER_FRAMES)
-        found, state.extra = yield from callers(wanted, start_iteration + state.done)
+        found, state.extra = yield from callers(wanted, start_iteration + state.done,
+                                                seconds("callers"))
         for site in state.sites:
             site["via"] = site["via"] or found.get((site["file"], site["line"]))
 

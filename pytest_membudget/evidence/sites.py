@@ -12,16 +12,13 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
+from pytest_membudget.evidence.steps import MOST_CALLS
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
 #: frame names the line, and tracing costs about three times less than with 16 frames.
 TRACE_FRAMES = 1
 #: Frames kept while looking for the user's own line beneath a library's (see callers()).
 CALLER_FRAMES = 16
-#: Most seconds, and iterations, of the second rerun that finds the callers of library lines;
-#: it stops as soon as every such line has allocated again.
-CALLER_SECONDS = 0.25
-CALLER_ITERATIONS = 50
 TOP = 10
 
 
@@ -127,15 +124,15 @@ def growing_sites(
     return grown[:TOP], net
 
 
-def callers(wanted: set[tuple[str, int]],
-            start: int) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
+def callers(wanted: set[tuple[str, int]], start: int, seconds: float
+            ) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
     """For each library line in ``wanted``, the user's line beneath it, read from the deep
     tracebacks of the allocations made at those lines while the workload runs again, until
-    each has allocated (or CALLER_SECONDS pass)."""
-    deadline = time.perf_counter() + CALLER_SECONDS
+    each has allocated (at most MOST_CALLS calls, or ``seconds``)."""
+    deadline = time.perf_counter() + seconds
     found: dict[tuple[str, int], Any] = {}
     done = 0
-    while done < CALLER_ITERATIONS and len(found) < len(wanted):
+    while done < MOST_CALLS and len(found) < len(wanted):
         yield start + done
         done += 1
         # Few traces since tracing restarted: a snapshot costs about a millisecond.
