@@ -31,8 +31,8 @@ class Constant:
     value: str
 
 
-def modules(base: Path = PACKAGE) -> list[Path]:
-    return sorted(p for p in base.rglob("*.py") if "_build" not in p.parts)
+def modules(base: Path | None = None) -> list[Path]:
+    return sorted(p for p in (base or PACKAGE).rglob("*.py") if "_build" not in p.parts)
 
 
 def relative(path: Path) -> str:
@@ -44,6 +44,8 @@ def _numeric(node: ast.expr) -> bool:
     tuple of them; ``float(...)`` and ``int(...)`` of such."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Attribute):  # math.inf
+        return ast.unparse(node) == "math.inf"
     if isinstance(node, ast.UnaryOp):
         return _numeric(node.operand)
     if isinstance(node, ast.BinOp):
@@ -55,6 +57,8 @@ def _numeric(node: ast.expr) -> bool:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
             "float", "int"):
         return bool(node.args) and all(_numeric(a) for a in node.args)
+    if isinstance(node, ast.Dict):  # a table of numbers (each step's share, each kind's)
+        return bool(node.values) and all(_numeric(v) for v in node.values)
     return False
 
 
@@ -70,8 +74,9 @@ def _assigned(body: Iterable[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
 
 
 def constants(paths: Iterable[Path]) -> list[Constant]:
-    """Module-level names in capitals bound to a number written in the source: the tuning
-    constants (and a few facts: a page's size, a schema's version)."""
+    """Module-level names in capitals bound to a number written in the source, or to a tuple
+    or a dict of numbers (one constant each): the tuning constants (and a few facts: a
+    page's size, a schema's version)."""
     found = []
     for path in paths:
         tree = ast.parse(path.read_text())
@@ -207,11 +212,15 @@ def report(owned: list[str], files: bool) -> None:
 
 
 def main() -> None:
+    global PACKAGE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", action="store_true", help="list each constant and file")
     parser.add_argument("--owned", nargs="*", default=[],
                         help="files under pytest_membudget/ to count apart")
+    parser.add_argument("--package", type=Path, default=ROOT / "pytest_membudget",
+                        help="another copy of the package (an older commit's, extracted)")
     args = parser.parse_args()
+    PACKAGE = args.package.resolve()
     report(args.owned, args.files)
 
 

@@ -83,38 +83,15 @@ class ProbeInfo:
 
 
 PAGE = 4096
-#: A flat RSS over a short window says little: eight pages of resolution over a 32-iteration
-#: tail hide 1 KiB/iter. Auto runs on rss/uss go on until a 256 B/iter leak would show
-#: (a 128-iteration tail); the detection benchmark (bench/detection) measures what it costs.
+#: The slowest growth a coarse probe's auto pass must be able to see (catalog ``floor``): a
+#: flat RSS over a short window says little (eight pages over a 32-call tail hide 1 KiB a
+#: call), so auto runs on rss and uss go on until growth of 256 B a call would show.
 RSS_FLOOR = 256.0
-#: The interpreter's free lists and caches hold up to a few hundred blocks, filled slowly
-#: over thousands of iterations of a clean loop (measured on the detection corpus's clean
-#: cases: about one block per 300 iterations); a leak of one block per iteration passes 64
-#: within a 64-iteration tail.
-PY_BLOCKS_RESOLUTION = 64
-#: The growth of the py_blocks witness (ProbeInfo.witnesses) over the judged tail that holds
-#: a coarse probe's pass back: four times py_blocks's own resolution. The runner's own judgements
-#: leave 5 to 20 blocks in numpy's caches at each checkpoint (measured on a busy loop), and a
-#: cache that fills is no reason to hold a pass; one block per iteration reaches it over a
-#: 256-iteration tail, inside the first 640-iteration window.
-WITNESS_RESOLUTION = 256
-#: The same for the malloc witness, in bytes. glibc's bytes in use wiggle as free lists and
-#: caches fill and drain: on the detection corpus's 22 clean cases and the held-out set's 10
-#: (bench/witness_noise.py, bench/results/witness_noise_*.txt), the slope over the judged
-#: tail at 640 to 3240 calls added up to at most 28 KB (clean_torch_rnn_detach at 2160
-#: calls), and never with a lower bound above zero and a late slope still rising, which the
-#: rule also asks: no clean case would have been held. 16 KiB is as low as that allows while
-#: a leak of 64 B/call shows within the first window (20 KiB over its 320-call tail), so that
-#: the run does not stop on a pass at 640 calls.
-MALLOC_WITNESS_RESOLUTION = 16 * 1024.0
-#: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
-#: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
-SMALLEST_BLOCK = 16
+#: About 64 MiB of objects or blocks of 64 bytes: the ample growth of a count of objects.
+OBJECTS_AMPLE = 1_000_000.0
 #: The probe sampled, unreported, beside budgets that are all blind to native memory: its
 #: clear growth becomes a note, never a failure.
 NATIVE_WATCH = "rss"
-#: About 64 MiB of objects or blocks of 64 bytes.
-OBJECTS_AMPLE = 1_000_000.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 
@@ -132,16 +109,24 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
+        # As a witness, glibc's bytes in use wiggle by up to tens of KB over a clean tail as
+        # free lists fill and drain; a leak of 64 B a call still passes 16 KiB within the
+        # first window.
         ProbeInfo("malloc", B, "B", 4096, "malloc",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
-                  witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True,
+                  witness_resolution=16 * 1024.0, own_memory=True,
                   python_share=True, fill_keeps=0.75),
-        ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
+        # The interpreter's free lists and caches fill by up to a few hundred blocks in a
+        # clean loop, about a block per few hundred calls; a leak of a block a call passes 64
+        # within a 64-call tail. As a witness, four times that: the runner's own judgements
+        # leave a few blocks in numpy's caches at each checkpoint. A block is 16 bytes or
+        # more (pymalloc's alignment on 64-bit builds).
+        ProbeInfo("py_blocks", COUNT, "blocks", 64, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
                   sees="Python objects", ample=OBJECTS_AMPLE,
-                  witness_resolution=WITNESS_RESOLUTION, least_bytes=SMALLEST_BLOCK,
+                  witness_resolution=256, least_bytes=16,
                   blind_to_native=True, own_memory=True),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,

@@ -31,14 +31,14 @@ from pytest_membudget.evidence.frames import is_library, is_user_frame, source_l
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
-from pytest_membudget.evidence.sites import (
-    CALLER_FRAMES,
+from pytest_membudget.evidence.sites import TRACE_FRAMES, callers, growing_sites
+from pytest_membudget.evidence.steps import (
+    LEAST_CALLS,
+    STACK_FRAMES,
     TOP,
-    TRACE_FRAMES,
-    callers,
-    growing_sites,
+    Deadline,
+    seconds,
 )
-from pytest_membudget.evidence.steps import LEAST_CALLS, Deadline, seconds
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
 from pytest_membudget.interpreter import (
@@ -256,7 +256,7 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
               if s["via"] is None and is_library(s["file"])}
     if wanted and own_tracer:
         tracemalloc.stop()
-        tracemalloc.start(CALLER_FRAMES)
+        tracemalloc.start(STACK_FRAMES)
         found, state.extra = yield from callers(wanted, start_iteration + state.done,
                                                 seconds("callers"))
         for site in state.sites:

@@ -12,14 +12,11 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.evidence.frames import first_user, is_library, is_own
-from pytest_membudget.evidence.steps import MOST_CALLS
+from pytest_membudget.evidence.steps import MOST_CALLS, TOP
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
 #: frame names the line, and tracing costs about three times less than with 16 frames.
 TRACE_FRAMES = 1
-#: Frames kept while looking for the user's own line beneath a library's (see callers()).
-CALLER_FRAMES = 16
-TOP = 10
 
 
 def _filename(frame: tracemalloc.Frame) -> str:

@@ -17,10 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: Frames recorded per coroutine created during the rerun: enough to get past a library's
-#: own frames (a task group's start_soon) down to the user's line.
-ORIGIN_DEPTH = 16
-TOP = 10
+from pytest_membudget.evidence.steps import STACK_FRAMES, TOP
 
 #: (filename, line, function), innermost first.
 Frame = tuple[str, int, str]
@@ -50,7 +47,7 @@ class TaskWatch:
     def track(self) -> None:
         """Record where coroutines are created from now on (until :meth:`stop`)."""
         self.depth = sys.get_coroutine_origin_tracking_depth()
-        sys.set_coroutine_origin_tracking_depth(max(self.depth, ORIGIN_DEPTH))
+        sys.set_coroutine_origin_tracking_depth(max(self.depth, STACK_FRAMES))
 
     def stop(self) -> None:
         if self.depth is not None:

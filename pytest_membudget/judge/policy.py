@@ -20,17 +20,13 @@ if TYPE_CHECKING:  # numpy stays out of the settings, which read the constants b
 #: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
 #: max_iterations is lower). Growth is called a leak only once it has lasted past half of
 #: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
-#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
-#: clean only once it has stayed flat that long, so a leak that sets in within about 400
-#: iterations is not passed unseen (leak_late_after400).
+#: stops is not one; and a loop is called clean only once it has stayed flat that long, so a
+#: leak that sets in within about 400 iterations is not passed unseen.
 MIN_VERDICT_ITERATIONS = 640
 #: Seconds of measured work after which an auto verdict may stand on fewer than
 #: MIN_VERDICT_ITERATIONS calls (but never on fewer than FEWEST_CALLS): a heavy step (a
-#: training step, a rollout: 10-100 ms) reaches its verdict in seconds, and what it forgives
-#: is counted in time, not calls. A cache that fills for about half of this (3 s of calls)
-#: after warm-up still passes; one that fills longer needs a warm-up of its length
-#: (docs/verdict.md, "Heavy steps"). Steps under about 9 ms reach 640 calls first: for them
-#: nothing changes.
+#: training step, a rollout) reaches its verdict in seconds, and what it forgives is counted
+#: in time, not calls: a cache that fills for about half of this after warm-up still passes.
 SHORTEST_SECONDS = 6.0
 #: Fewest measured calls of any auto verdict: the judged tail (the second half) needs eight
 #: blocks of at least one sample each, and room for one noisy block.

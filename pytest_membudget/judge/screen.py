@@ -32,10 +32,8 @@ SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
 #: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
-#: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
-#: (and untracked ones), and reading it exactly costs a walk of every frozen object per
-#: sample (get_freeze_count: 0.44 ms on 34,000 objects), the whole session's heap in a
-#: screen; on the detection corpus it flagged no case py_blocks did not (bench/sweep.py).
+#: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it
+#: counts (and untracked ones), and reading it exactly walks every frozen object per sample.
 SCREEN_PROBES = ("py_blocks", "malloc", "threads", "fds", "rss")
 
 
@@ -78,8 +76,7 @@ def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
     its growth over the screen. ``skip``: deltas left out of the rule (those across the
     screen's readings), whose growth still counts in the net; one delta at least is
     judged. Plain Python: a screen's series are a few samples each, for which numpy's calls
-    cost more than the arithmetic (this rule and :func:`quiet` took 0.17 s of the 1,429
-    screens of multidict's suite with numpy, 0.06 s without)."""
+    cost more than the arithmetic (docs/design/sweep.md)."""
     found: dict[str, float] = {}
     for name, values in series.items():
         rule = rules.get(name)
@@ -96,11 +93,10 @@ def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
 
 
 #: A test whose own call took this many seconds or more (a training step, a rollout, a
-#: subprocess) is read after its first measured call too (SLOW_READING): each call it does
+#: subprocess) is read after its first measured call too: each call it does
 #: not make saves more than the screen's sampling costs. The delta after that reading is
 #: judged, not left out (see left_out).
 SLOW_CALL = 0.01
-SLOW_READING = 1
 
 
 def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
@@ -124,8 +120,8 @@ def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
     does not. docs/design/sweep.md gives the figures."""
     first = 2 if calls <= SCREEN_CALLS else calls // 2
     points = tuple(range(first, calls, first))
-    if slow and SLOW_READING < calls <= SCREEN_CALLS:
-        return (SLOW_READING, *points)
+    if slow and 1 < calls <= SCREEN_CALLS:
+        return (1, *points)
     return points
 
 
@@ -133,9 +129,9 @@ def left_out(reading: int) -> bool:
     """Whether the delta after a screen's reading at this window sample is left out of the
     rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
     its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
-    one after a slow test's first reading (SLOW_READING), which is judged: leaving it out as
+    one after a slow test's reading after its first call, which is judged: leaving it out as
     well flagged more clean screens on the screening data (docs/design/sweep.md)."""
-    return reading != SLOW_READING
+    return reading != 1
 
 
 @functools.lru_cache(maxsize=8)
