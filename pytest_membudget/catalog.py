@@ -21,6 +21,16 @@ AMPLE_GROWTH: dict[ProbeKind, float] = {
 
 
 @dataclass(frozen=True)
+class ScreenRule:
+    """How the sweep's screen reads one probe's deltas (judge/screen.py): ``every``: each delta
+    must be at least ``least`` (CPython's leak hunter's rule); otherwise the net growth over
+    the screen must be (threads and descriptors, which leak on some calls only)."""
+
+    least: float
+    every: bool = True
+
+
+@dataclass(frozen=True)
 class ProbeInfo:
     name: str
     kind: ProbeKind
@@ -76,10 +86,33 @@ class ProbeInfo:
     #: must keep at least this share of its first slope; a screen's growth of one of them
     #: alone gets a second look. 0: its growth never reads as a fill.
     fill_keeps: float = 0.0
+    #: How the sweep's screen reads it; None: the screen does not sample it.
+    screen: ScreenRule | None = None
+    #: Whether it counts native memory in use exactly: what the traced Python allocations
+    #: leave of its growth is native, and its slope beside a coarser probe tells native
+    #: growth from memory the allocator keeps free (evidence/share.py). A screen that reads
+    #: it hands no free memory back before its window: it sees reuse of free memory exactly.
+    native_in_use: bool = False
+    #: Whether a failure of it that tracemalloc saw no Python growth behind gets the native
+    #: stacks of a short rerun under memray (evidence/native.py): native memory of this
+    #: process that memray's hooks see.
+    native_stacks: bool = False
+    #: What the evidence lists of what a failure of it left behind, under this key of the
+    #: evidence: "threads", "fds" or "tasks" ("": nothing of its own).
+    evidence_list: str = ""
+    #: Whether it is RSS or a part of it, what the kernel kills by: its footprint budgets set
+    #: the peak watch's ceiling (judge/spec.py).
+    resident: bool = False
 
     @property
     def ample_growth(self) -> float:
         return self.ample if self.ample is not None else AMPLE_GROWTH[self.kind]
+
+    @property
+    def coarse(self) -> bool:
+        """Whether it sees growth only in steps (pages): a short flat window proves little,
+        so an auto pass waits for a tail long enough to see growth at ``floor``."""
+        return self.floor > 0
 
 
 PAGE = 4096
@@ -98,14 +131,18 @@ B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 PROBES: dict[str, ProbeInfo] = {
     p.name: p
     for p in (
+        # The screen's catch-all for memory the exact counters do not see (mmap, other
+        # allocators): every delta at least a page.
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
+                  screen=ScreenRule(float(PAGE)), native_stacks=True, resident=True),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True),
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
+                  native_stacks=True, resident=True),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
@@ -116,7 +153,8 @@ PROBES: dict[str, ProbeInfo] = {
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
                   witness_resolution=16 * 1024.0, own_memory=True,
-                  python_share=True, fill_keeps=0.75),
+                  python_share=True, fill_keeps=0.75, screen=ScreenRule(1.0),
+                  native_in_use=True, native_stacks=True),
         # The interpreter's free lists and caches fill by up to a few hundred blocks in a
         # clean loop, about a block per few hundred calls; a leak of a block a call passes 64
         # within a 64-call tail. As a witness, four times that: the runner's own judgements
@@ -127,16 +165,19 @@ PROBES: dict[str, ProbeInfo] = {
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
                   sees="Python objects", ample=OBJECTS_AMPLE,
                   witness_resolution=256, least_bytes=16,
-                  blind_to_native=True, own_memory=True),
+                  blind_to_native=True, own_memory=True, screen=ScreenRule(1.0)),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,
                   ample=OBJECTS_AMPLE, blind_to_native=True, own_memory=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
-                  "operating-system threads of the process"),
+                  "operating-system threads of the process",
+                  screen=ScreenRule(1.0, every=False), evidence_list="threads"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",
-                  "open file descriptors (handles on Windows)"),
+                  "open file descriptors (handles on Windows)",
+                  screen=ScreenRule(1.0, every=False), evidence_list="fds"),
         ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
-                  "pending tasks of the running asyncio event loop (async tests only)"),
+                  "pending tasks of the running asyncio event loop (async tests only)",
+                  evidence_list="tasks"),
         # The test's descendant processes, from /proc (Linux): probes/proctree.py.
         ProbeInfo("children", COUNT, "processes", 1, "proctree",
                   "live descendant processes of the test's process (children, their children, "
@@ -144,12 +185,12 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
-                  "parent)", floor=RSS_FLOOR),
+                  "parent)", floor=RSS_FLOOR, native_stacks=True),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
-                  floor=RSS_FLOOR, traced_evidence=True),
+                  floor=RSS_FLOOR, traced_evidence=True, native_stacks=True),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.

@@ -22,7 +22,6 @@ from typing import Any
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.frames import is_own, is_user_frame
 from pytest_membudget.evidence.steps import LEAST_CALLS, iterations
-from pytest_membudget.vocabulary import ProbeKind
 
 #: Stacks shown, largest first (those that reach the user's code before the others).
 NATIVE_TOP = 3
@@ -41,9 +40,7 @@ SMALL_PEAK_LINE = 0.01
 def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
     """A failing budget on memory that native code moves, and tracemalloc saw no Python
     allocation grow: the growth is native."""
-    return sites == [] and any(PROBES[name].kind is ProbeKind.BYTES
-                               and not name.startswith("cuda") and name != "heap"
-                               for name in failing)
+    return sites == [] and any(PROBES[name].native_stacks for name in failing)
 
 
 def missing() -> str | None:

@@ -114,7 +114,8 @@ def collect(
     # Checked (on first use) before the objects are counted: the check's objects are not growth.
     freezes = gc_facts().freezes
     # Made before the objects are counted, so that its own few objects never read as growth.
-    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
+    tasks = TaskWatch(is_user_frame) if any(
+        PROBES[name].evidence_list == "tasks" for name in failing) else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
     atoms = Atoms()

@@ -13,11 +13,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from pytest_membudget.catalog import PAGE
+from pytest_membudget.catalog import PROBES, ScreenRule
 from pytest_membudget.judge import fill
 from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
 from pytest_membudget.vocabulary import Remedy, StopReason, SweepVerdict
@@ -31,27 +30,17 @@ if TYPE_CHECKING:  # the rule reads numpy arrays as sequences; it never imports 
 SCREEN_WARMUP = 2
 SCREEN_CALLS = 8
 
-#: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
-#: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it
-#: counts (and untracked ones), and reading it exactly walks every frozen object per sample.
-SCREEN_PROBES = ("py_blocks", "malloc", "threads", "fds", "rss")
-
-
-@dataclass(frozen=True)
-class Step:
-    """How one probe's deltas are read: ``every``: each delta must be at least ``least``
-    (CPython's rule); otherwise the net growth over the screen must be at least ``least``
-    (threads and descriptors, which leak on some calls only, as CPython's ``any(deltas)``
-    for descriptors)."""
-
-    least: float
-    every: bool = True
-
-
-#: The reading of each probe.
+#: The probes of the screen, those with a screen rule in the catalog: the exact counters,
+#: and RSS as the catch-all for memory none of them sees (mmap, other allocators). Python's
+#: exact counter first, RSS last.
+RULES: dict[str, ScreenRule] = {name: info.screen for name, info in PROBES.items()
+                                if info.screen is not None}
+SCREEN_PROBES = tuple(sorted(RULES, key=lambda name: (PROBES[name].coarse,
+                                                      not PROBES[name].blind_to_native)))
 #: Exact counters whose screen rule asks for growth on every call: growth they show is no
 #: page rounding and no wandering free list, and the full verdict confirms it sooner.
-STEADY_PROBES = frozenset({"py_blocks", "malloc"})
+STEADY_PROBES = frozenset(name for name, rule in RULES.items()
+                          if rule.every and not PROBES[name].coarse)
 #: Calls on which the full verdict confirms growth the screen saw on STEADY_PROBES (see
 #: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
 EXACT_SHORTEST = 128
@@ -59,19 +48,10 @@ EXACT_SHORTEST = 128
 #: calls would take longer: judged after half of it, confirmed at twice the calls.
 EXACT_SECONDS = 2.0
 
-RULES: dict[str, Step] = {
-    "py_blocks": Step(1.0),
-    "malloc": Step(1.0),
-    # A page: RSS moves in pages, and every delta at least one page is growth on every call
-    # that the exact counters did not see.
-    "rss": Step(float(PAGE)),
-    "threads": Step(1.0, every=False),
-    "fds": Step(1.0, every=False),
-}
-
 
 def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
-            rules: Mapping[str, Step] = RULES, skip: Collection[int] = ()) -> dict[str, float]:
+            rules: Mapping[str, ScreenRule] = RULES,
+            skip: Collection[int] = ()) -> dict[str, float]:
     """The probes whose samples (one per call, the window only) grew by the rule, each with
     its growth over the screen. ``skip``: deltas left out of the rule (those across the
     screen's readings), whose growth still counts in the net; one delta at least is

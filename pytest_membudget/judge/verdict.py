@@ -167,7 +167,7 @@ def all_clean(judged: dict[str, ProbeJudgement], vouched: set[str]) -> bool:
         o.status is PASS for p in judged.values() for o in p.outcomes
     ) and all(
         name in vouched for name, p in judged.items()
-        if PROBES[name].floor > 0 and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes))
+        if PROBES[name].coarse and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes))
 
 
 def native_watch(spec: BudgetSpec) -> str:

@@ -322,15 +322,17 @@ def _found(evidence: dict[str, Any]) -> Found:
 
 
 def _native_slope(m: Measurement) -> float | None:
-    """The malloc probe's slope over the window, where it was sampled (budgeted, or as a
-    witness): native memory held in use."""
-    if "malloc" not in m.probes:
+    """The slope over the window of the probe that counts native memory in use (catalog
+    ``native_in_use``), where it was sampled (budgeted, or as a witness)."""
+    name = next((name for name in m.probes
+                 if name in PROBES and PROBES[name].native_in_use), None)
+    if name is None:
         return None
-    judged = m.verdict.probes.get("malloc") if m.verdict is not None else None
+    judged = m.verdict.probes.get(name) if m.verdict is not None else None
     if judged is not None:
         return judged.trend.slope
     x, series = m.window()
-    return trend(x, series["malloc"], m.spec.run.confidence).slope if len(x) > 1 else None
+    return trend(x, series[name], m.spec.run.confidence).slope if len(x) > 1 else None
 
 
 def _prime_judgement(spec: BudgetSpec) -> None:

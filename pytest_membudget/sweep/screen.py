@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.decide import Found, Window
 from pytest_membudget.judge.policy import RunPolicy
 from pytest_membudget.judge.screen import (
@@ -45,7 +46,8 @@ class ScreenMeasurement(Measurement):
 
     @classmethod
     def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
-        return {"peaks": False, "release_free_memory": "malloc" not in names}
+        return {"peaks": False, "release_free_memory": not any(
+            PROBES[name].native_in_use for name in names)}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_membudget.catalog import PAGE
+from pytest_membudget.catalog import PAGE, ScreenRule
 from pytest_membudget.judge.screen import (
     RULES,
     SCREEN_PROBES,
-    Step,
     flagged,
     quiet,
     reading_points,
@@ -61,7 +60,7 @@ def test_a_single_sample_says_nothing() -> None:
 
 
 def test_rules_can_be_given() -> None:
-    rules = {"py_blocks": Step(2.0)}
+    rules = {"py_blocks": ScreenRule(2.0)}
     assert flagged({"py_blocks": series(1, 2, 3)}, rules) == {}
     assert flagged({"py_blocks": series(1, 3, 5)}, rules) == {"py_blocks": 4.0}
 
