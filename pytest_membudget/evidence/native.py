@@ -20,8 +20,8 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.frames import is_own, is_user_frame
 from pytest_membudget.evidence.steps import LEAST_CALLS, iterations
+from pytest_membudget.frames import is_own, is_user_frame
 
 #: Stacks shown, largest first (those that reach the user's code before the others).
 NATIVE_TOP = 3

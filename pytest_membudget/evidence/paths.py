@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.evidence.caches import describe as describe_cache
-from pytest_membudget.evidence.frames import is_own
 from pytest_membudget.evidence.labels import Root, label, object_type, root_of_frame
+from pytest_membudget.frames import is_own
 from pytest_membudget.vocabulary import RootKind
 
 #: Types that grew most whose new objects get a path.

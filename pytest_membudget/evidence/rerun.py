@@ -27,7 +27,6 @@ from pytest_membudget.evidence.census import (
     type_counts,
     type_name,
 )
-from pytest_membudget.evidence.frames import is_library, is_user_frame, source_line
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
@@ -41,6 +40,7 @@ from pytest_membudget.evidence.steps import (
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
+from pytest_membudget.frames import is_library, is_user_frame, source_line
 from pytest_membudget.interpreter import (
     collect_quietly,
     gc_facts,

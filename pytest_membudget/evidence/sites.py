@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own
 from pytest_membudget.evidence.steps import MOST_CALLS, TOP
+from pytest_membudget.frames import first_user, is_library, is_own
 
 #: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
 #: frame names the line, and tracing costs about three times less than with 16 frames.
@@ -56,7 +56,7 @@ def _per_traceback(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, int, t
     return ((int(totals[k]), int(counts[k]), tracebacks[first[k]]) for k in order)
 
 
-def _by_site(snapshot: tracemalloc.Snapshot,
+def by_site(snapshot: tracemalloc.Snapshot,
              kinds: dict[str, tuple[bool, bool]]) -> dict[tuple[str, int], list[Any]]:
     """Bytes and blocks per innermost frame, with the user's frame beneath a library's;
     ``kinds`` caches each file's (own, library) test across snapshots."""
@@ -105,7 +105,7 @@ def growing_sites(
     net growth of every site together (the top sites' sum leaves out the many small ones,
     and the sites that shrank). Allocations made by pytest or this plugin are left out."""
     kinds: dict[str, tuple[bool, bool]] = {}
-    start, end = _by_site(before, kinds), _by_site(after, kinds)
+    start, end = by_site(before, kinds), by_site(after, kinds)
     grown = []
     for site, (size, count, via, _) in end.items():
         old_size, old_count = start[site][:2] if site in start else (0, 0)

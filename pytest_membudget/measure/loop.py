@@ -2,8 +2,14 @@
 
 The loop is a generator that yields once per iteration; the caller runs the workload between
 yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
-generator, so they measure the same way. How long it runs is judge/policy.py's decision; when
-and how it samples is the probe set's and the stride's; this module puts them in order.
+generator, so they measure the same way. How long it runs and every verdict are judge/'s
+decisions (judge.decide); when and how it samples is the probe set's and the stride's; this
+module puts them in order and hands the judge the window's facts.
+
+Where the CPU-time probe is sampled, the loop laps its clock at the end of every call
+(through the clock that reads the call's end, so that the loop has no more to do where it is
+not budgeted) and again when the workload resumes after a sample or a judgement, whose own
+CPU time is not the workload's.
 """
 
 from __future__ import annotations
@@ -117,28 +123,14 @@ def measure(
             # The watch stopped the workload inside a call (the caller has let go of the
             # call's frames): no verdict on a call that did not return, and no rerun of it.
             m.stopped = StopReason.CEILING
-            m.source_peaks.update(probe_set.peaks())
-            if peak_watch is not None:
-                m.watched, peak_watch = peak_watch.stop(), None
-            m.verdict = _last_verdict(m, policy)
-            m.peak_evidence = footprint.stopped_evidence(m)
-            return m
         m.source_peaks.update(probe_set.peaks())
         if peak_watch is not None:
             m.watched, peak_watch = peak_watch.stop(), None
         m.verdict = _last_verdict(m, policy)
-        if m.verdict.failed and spec.run.evidence:
-            collection.release()  # evidence must see every object, the old ones too
-            types = footprint.kept_types(m, m.start_types)
-            m.evidence = yield from _evidence(m, probe_set, iteration)
-            if m.evidence.get("bounded"):
-                m.verdict = _last_verdict(m, policy, _found(m.evidence))
-                if m.verdict.held:
-                    m.evidence["held"] = list(m.verdict.held)
-            m.peak_evidence = yield from footprint.peak_evidence(
-                m, iteration + m.evidence.get("iterations", 0), probe_set, types)
-            if types is not None and m.peak_evidence:
-                m.peak_evidence["types"] = types
+        if m.stopped is StopReason.CEILING:
+            m.peak_evidence = footprint.stopped_evidence(m)
+        elif m.verdict.failed and spec.run.evidence:
+            yield from _after_failure(m, policy, probe_set, collection, iteration)
     finally:
         if peak_watch is not None:
             m.watched = peak_watch.stop()
@@ -146,6 +138,23 @@ def measure(
         probe_set.stop()
         m.seconds = time.perf_counter() - m.started
     return m
+
+
+def _after_failure(m: Measurement, policy: RunPolicy, probe_set: ProbeSet,
+                   collection: GarbageCollection, iteration: int) -> Generator[int, None, None]:
+    """The evidence of a failing window: what grew (the traced rerun), what the evidence
+    found decided on by the judge, then the evidence at the peak."""
+    collection.release()  # evidence must see every object, the old ones too
+    types = footprint.kept_types(m, m.start_types)
+    m.evidence = yield from _evidence(m, probe_set, iteration)
+    if m.evidence.get("bounded"):
+        m.verdict = _last_verdict(m, policy, _found(m.evidence))
+        if m.verdict.held:
+            m.evidence["held"] = list(m.verdict.held)
+    m.peak_evidence = yield from footprint.peak_evidence(
+        m, iteration + m.evidence.get("iterations", 0), probe_set, types)
+    if types is not None and m.peak_evidence:
+        m.peak_evidence["types"] = types
 
 
 def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: own.Rebaser,
@@ -209,25 +218,19 @@ def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
             policy: RunPolicy, iteration: int,
             cpu: IterCpuTimeProbe | None) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
-    policy says so. ``cpu``: the CPU-time probe, where it is sampled: it laps its clock at the
-    end of every iteration (through the clock that reads the iteration's end, so that the
-    loop has no more to do where it is not budgeted) and again when the workload resumes
-    after a sample or a judgement, whose own CPU time is not the workload's."""
+    policy says so. ``cpu``: the CPU-time probe, where it is sampled (see the module)."""
     clock = time.perf_counter
     end_clock = clock if cpu is None else cpu.end_iteration
     deadline = m.started + m.spec.run.max_seconds
     m.record = Record.first(policy)
-    checkpoint = m.record.checkpoint
-    auto = policy.auto
-    m.window_row = m.rows
-    m.phase = Phase.WINDOW
+    checkpoint, auto = m.record.checkpoint, policy.auto
+    m.window_row, m.phase = m.rows, Phase.WINDOW
     # Every float alive at a later sample is alive at the first one too (the loop's times,
-    # the stride's sums, the argument), so that the first iterations do not read as growth
-    # of the interpreter's blocks (py_blocks rose 5, then 1 block, on an empty body).
+    # the stride's sums, the argument, the window's clock), so that the first iterations do
+    # not read as growth of the interpreter's blocks.
     zero = clock() * 0.0
     begin, end, body = clock(), clock(), zero + 0.0
     stride.body_total, stride.costs = zero + 0.0, zero + 0.0
-    # The window's clock, set before the first sample for the same reason.
     m.window_began, m.window_seconds = clock(), zero + 0.0
     due_time = m.window_began + checkpoint.by
     reads = policy.read_at
@@ -236,8 +239,7 @@ def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
     stride.calibrate(clock() - cost_start)
     if cpu is not None:
         cpu.resume()
-    # The iterations since the last sample and their time: locals, the cheapest bookkeeping
-    # between samples; the stride takes them over at each sample.
+    # The calls since the last sample and their time: locals, the cheapest bookkeeping.
     since = 0
     every, at = stride.every, checkpoint.at
     while True:
@@ -256,9 +258,7 @@ def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples at its reading points, and stops if they have gone
-            # quiet; the delta across a reading that does not stop it is left out of the
-            # screen's rule (measure/own.py).
+            # A screen stops at a reading point where its samples have gone quiet.
             if reads and m.measured in reads and m.quiet():
                 m.stopped = StopReason.CLEAR
                 return iteration
@@ -267,19 +267,30 @@ def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
-        decision = decide(m.spec, policy, m.facts(out_of_time), m.record)
-        m.record, step = decision.record, decision.step
+        step = _checkpoint(m, policy, stride, out_of_time)
         if isinstance(step, StopReason):
-            m.stopped = step
             return iteration
-        at, due_time = step.at, m.window_began + step.by
-        every = stride.rethink(m.measured)
-        # Samples until the next checkpoint: one per stride, one there, one if time runs out.
-        while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
-            every = stride.thinned()
-        rebase()
+        at, due_time, every = step
+        rebase()  # after unpacking: what stays alive until the next sample is alive now
         if cpu is not None:
             cpu.resume()
+
+
+def _checkpoint(m: Measurement, policy: RunPolicy, stride: Stride,
+                out_of_time: bool) -> StopReason | tuple[int, float, int]:
+    """The judgement at a checkpoint (judge.decide): why the run stops, or the next
+    checkpoint's calls and time and the stride until it, with the storage thinned to hold
+    its samples (one per stride, one there, one if time runs out)."""
+    assert m.record is not None
+    decision = decide(m.spec, policy, m.facts(out_of_time), m.record)
+    m.record, step = decision.record, decision.step
+    if isinstance(step, StopReason):
+        m.stopped = step
+        return step
+    every = stride.rethink(m.measured)
+    while not m.fits(-(-(step.at - m.measured) // every) + 2) and m.thin():
+        every = stride.thinned()
+    return step.at, m.window_began + step.by, every
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.evidence.composition import MemoryReading
 from pytest_membudget.evidence.frames import is_library, is_own, source_line
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
@@ -42,6 +41,7 @@ from pytest_membudget.measure.stacks import (
 )
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.procfs import ProcFile, has_procfs
+from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.room import RoomReader
 
 #: Seconds between readings.

@@ -107,7 +107,7 @@ def test_native_bytes_within_the_budget_do_not_hold_a_pass() -> None:
 def test_without_mallinfo2_the_native_witness_is_skipped(monkeypatch) -> None:
     from pytest_membudget.probes import malloc
 
-    monkeypatch.setattr(malloc, "_mallinfo2", lambda: None)
+    monkeypatch.setattr(malloc, "mallinfo2", lambda: None)
     spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), AUTO)
     m = open_measurement(spec, ("rss",))
     assert m.hidden == {"py_blocks"} and list(m.probes) == ["rss", "py_blocks"]
