@@ -30,7 +30,7 @@ from pytest_membudget.evidence.census import (
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
-from pytest_membudget.evidence.sites import TRACE_FRAMES, callers, growing_sites
+from pytest_membudget.evidence.sites import callers, growing_sites
 from pytest_membudget.evidence.steps import (
     LEAST_CALLS,
     STACK_FRAMES,
@@ -47,6 +47,7 @@ from pytest_membudget.interpreter import (
     refreeze_own,
     session_froze,
 )
+from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs

@@ -14,10 +14,6 @@ import numpy as np
 from pytest_membudget.evidence.steps import MOST_CALLS, TOP
 from pytest_membudget.frames import first_user, is_library, is_own
 
-#: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
-#: frame names the line, and tracing costs about three times less than with 16 frames.
-TRACE_FRAMES = 1
-
 
 def _filename(frame: tracemalloc.Frame) -> str:
     return frame.filename
