@@ -20,6 +20,7 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import Site
 from pytest_membudget.evidence.steps import LEAST_CALLS, iterations
 from pytest_membudget.frames import is_own, is_user_frame
 
@@ -37,7 +38,7 @@ PEAK_TOP = 5
 SMALL_PEAK_LINE = 0.01
 
 
-def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
+def wanted(failing: Iterable[str], sites: list[Site] | None) -> bool:
     """A failing budget on memory that native code moves, and tracemalloc saw no Python
     allocation grow: the growth is native."""
     return sites == [] and any(PROBES[name].native_stacks for name in failing)

@@ -16,7 +16,6 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.caches import fill_rates, still_filling
@@ -30,6 +29,13 @@ from pytest_membudget.evidence.census import (
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
+from pytest_membudget.evidence.records import (
+    CacheInfo,
+    GrowthEvidence,
+    PathEntry,
+    Site,
+    ThreadLeft,
+)
 from pytest_membudget.evidence.sites import callers, growing_sites
 from pytest_membudget.evidence.steps import (
     LEAST_CALLS,
@@ -77,12 +83,12 @@ class _Before:
     #: The objects the collector tracks that the rerun made (those gc.freeze() left in its
     #: lists); None where this Python's freeze does not set the old ones apart.
     fresh: list[object] | None = None
-    paths: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[PathEntry] = field(default_factory=list)
     #: The bounded caches the paths run through, and the description each path shows.
-    caches: list[tuple[object, dict[str, Any]]] = field(default_factory=list)
+    caches: list[tuple[object, CacheInfo]] = field(default_factory=list)
     threads: set[int | None] = field(default_factory=set)
     fds: set[str] = field(default_factory=set)
-    sites: list[dict[str, Any]] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
     #: Net growth of every traced allocation in the rerun, in bytes (None untraced).
     traced: int | None = None
     done: int = 0
@@ -105,7 +111,7 @@ class _Before:
 
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
-) -> Generator[int, None, dict[str, Any]]:
+) -> Generator[int, None, GrowthEvidence]:
     """Run up to ``iterations`` more iterations (within the evidence's deadline) and report
     what grew during them and what keeps it alive; then, when a growing line is in a library,
     a few more with deeper tracebacks to find the user's line that called it, and when the
@@ -189,7 +195,7 @@ def _no_fresh_reason() -> str:
             "frozen, so the new ones cannot be told")
 
 
-def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
+def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
     time (at least its ``paths_least`` share)."""
     top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
@@ -218,7 +224,7 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
         untracked.clear()
 
 
-def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[str, Any]]]:
+def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[CacheInfo]]:
     """How full each bounded cache on the paths is and how fast it fills, read over a few
     more iterations; then the caches that hold all the growth the paths found (empty when
     some of it is held elsewhere)."""
@@ -227,7 +233,11 @@ def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[st
                                         seconds("fill"))
     state.extra += done
     for obj, description in state.caches:
-        description.update(rates.get(id(obj), {}))
+        rate = rates.get(id(obj))
+        if rate is not None:
+            description["currsize"], description["maxsize"] = rate["currsize"], rate["maxsize"]
+            description["per_call"] = rate["per_call"]
+            description["calls_to_full"] = rate["calls_to_full"]
     state.caches.clear()
     del caches
     return still_filling(state.paths, state.done)
@@ -265,9 +275,9 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
             site["via"] = site["via"] or found.get((site["file"], site["line"]))
 
 
-def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
+def _report(state: _Before, grown: Counter[str]) -> GrowthEvidence:
     done, extra, sites = state.done, state.extra, state.sites
-    result: dict[str, Any] = {"iterations": done}
+    result: GrowthEvidence = {"iterations": done}
     if state.memory:
         for site in sites:
             site["code"] = source_line(site["file"], site["line"])
@@ -287,10 +297,11 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
         if state.atoms.partial:
             result["atoms_listed"] = {"in": "new containers",
                                       "whole_seconds": round(state.atoms.seconds, 3)}
-    result["threads"] = [
+    threads: list[ThreadLeft] = [
         {"name": t.name, "daemon": t.daemon, "target": thread_target(t)}
         for t in threading.enumerate() if t.ident not in state.threads
-    ][:TOP]
+    ]
+    result["threads"] = threads[:TOP]
     result["fds"] = sorted(set(fd_targets()) - state.fds)[:TOP]
     if state.tasks is not None:
         result["tasks"] = state.tasks.new_tasks(done + extra)

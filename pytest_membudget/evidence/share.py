@@ -7,9 +7,8 @@ outside malloc.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import Explained
 from pytest_membudget.judge.explain import explains
 
 #: What a user can do about memory the allocator keeps free.
@@ -19,7 +18,7 @@ FRAGMENTATION_REMEDIES = ("MALLOC_ARENA_MAX=2 in the environment, ctypes.CDLL('l
 
 
 def explain(failing: dict[str, float], traced: float | None,
-            native: float | None) -> dict[str, Any] | None:
+            native: float | None) -> Explained | None:
     """The share of the steepest failing slope of a probe that sees native memory as well as
     Python's (catalog ``python_share``; ``failing``: probe -> bytes per iteration) that
     ``traced`` (tracemalloc's net growth per iteration in the evidence rerun) accounts for,
@@ -33,8 +32,8 @@ def explain(failing: dict[str, float], traced: float | None,
     probe = max(shared, key=lambda name: shared[name])
     slope = shared[probe]
     traced = max(traced, 0.0)
-    found: dict[str, Any] = {"probe": probe, "slope": slope, "traced": traced,
-                             "share": traced / slope}
+    found: Explained = {"probe": probe, "slope": slope, "traced": traced,
+                        "share": traced / slope}
     rest = slope - traced
     if explains(traced, slope):
         found["rest"] = "python"

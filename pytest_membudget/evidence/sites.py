@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_membudget.evidence.records import Site
 from pytest_membudget.evidence.steps import MOST_CALLS, TOP
 from pytest_membudget.frames import first_user, is_library, is_own
 
@@ -95,14 +96,14 @@ def _called_by_own(frames: tuple[Any, ...]) -> bool:
 
 def growing_sites(
     before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, iterations: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[Site], int]:
     """Net growth per allocation site: the innermost frame of each allocation, and the
     innermost frame of the user's own code beneath it when the site is in a library; and the
     net growth of every site together (the top sites' sum leaves out the many small ones,
     and the sites that shrank). Allocations made by pytest or this plugin are left out."""
     kinds: dict[str, tuple[bool, bool]] = {}
     start, end = by_site(before, kinds), by_site(after, kinds)
-    grown = []
+    grown: list[Site] = []
     for site, (size, count, via, _) in end.items():
         old_size, old_count = start[site][:2] if site in start else (0, 0)
         if size > old_size:

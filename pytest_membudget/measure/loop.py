@@ -20,6 +20,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.evidence.share import explain
@@ -294,7 +295,7 @@ def _checkpoint(m: Measurement, policy: RunPolicy, stride: Stride,
 
 
 def _evidence(m: Measurement, probe_set: ProbeSet,
-              iteration: int) -> Generator[int, None, dict[str, Any]]:
+              iteration: int) -> Generator[int, None, GrowthEvidence]:
     """After a failing window: what the failing probes' sources tell, and a few more
     iterations traced to show what grew."""
     assert m.verdict is not None
@@ -323,7 +324,7 @@ def _last_verdict(m: Measurement, policy: RunPolicy, found: Found | None = None)
     return decide(m.spec, policy, m.facts(end=m.stopped, found=found), record).verdict
 
 
-def _found(evidence: dict[str, Any]) -> Found:
+def _found(evidence: GrowthEvidence) -> Found:
     """What the evidence found that bears on the verdict: bounded caches still filling that
     hold the growth, and whether the traced Python allocations explain the failing coarse
     slope (evidence/share.py)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.timing import IterCpuTimeProbe
@@ -66,9 +67,9 @@ class ProbeSet:
                 found[name] = peak
         return found
 
-    def evidence(self, failing: set[str]) -> dict[str, Any]:
+    def evidence(self, failing: set[str]) -> GrowthEvidence:
         """What the failing probes' own sources tell (the CUDA allocator's history, the process
-        tree's tables)."""
+        tree's tables), under the keys of the growth evidence they fill."""
         gathered: dict[str, Any] = {}
         for name in sorted(failing):
             for key, value in (self.probes[name].evidence() or {}).items():
@@ -77,7 +78,7 @@ class ProbeSet:
                     gathered[key].update(value)
                 else:
                     gathered[key] = value
-        return gathered
+        return cast(GrowthEvidence, gathered)
 
     def peak_evidence(self, failing: list[str]) -> dict[str, Any]:
         """What the sources of the probes whose peak or rise failed tell of their highest

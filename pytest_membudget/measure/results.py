@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
@@ -112,7 +113,7 @@ class MembudgetResult:
     stopped: StopReason
     seconds: float
     probes: dict[str, ProbeResult]
-    evidence_data: dict[str, Any] = field(default_factory=dict)
+    evidence_data: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     complete: bool = True
     #: The run settings in force (after marker, command line and ini were combined).
     settings: dict[str, Any] = field(default_factory=dict)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.decide import Found, Record, Window
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import Verdict
@@ -50,7 +51,7 @@ class Measurement:
     record: Record | None = None
     #: The sampling stride of the window (set when the warm-up ends).
     stride: Stride | None = None
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
     source_peaks: dict[str, float] = field(default_factory=dict)
     #: The probes sampled only beside the budgets (the exact witnesses of a coarse probe, the
