@@ -93,6 +93,12 @@ class _Before:
     traced: int | None = None
     done: int = 0
     extra: int = 0
+    #: The evidence's one deadline, made here, before the objects are counted and traced:
+    #: a first call of its code inside the traced rerun can leave a block behind (3.13).
+    deadline: Deadline = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = Deadline(self.started)
 
     def own(self) -> list[object]:
         """The evidence's own records, the one list every count of what the rerun made
@@ -101,7 +107,8 @@ class _Before:
         found for a library line: a ``(file, line)`` tuple the collector still tracks, once
         read as a growing ``tuple`` held by the site)."""
         records: list[object] = [self, self.types, self.threads, self.fds, *self.atoms.own(),
-                                 self.fresh, self.paths, self.caches, self.traced, self.sites]
+                                 self.fresh, self.paths, self.caches, self.traced, self.sites,
+                                 self.deadline]
         for site in self.sites:
             records.append(site)
             if site.get("via") is not None:
@@ -215,7 +222,7 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
             new[name].append(obj)
     state.fresh, state.atoms.new = [], []
     untracked, state.atoms.dicts = state.atoms.dicts, []
-    deadline = max(Deadline(state.started).end, time.perf_counter() + seconds("paths_least"))
+    deadline = max(state.deadline.end, time.perf_counter() + seconds("paths_least"))
     try:
         return retaining_paths(top, new, deadline, ignored=(*state.own(), names, top),
                                caches=state.caches, untracked=untracked)
@@ -255,7 +262,7 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     before = tracemalloc.take_snapshot() if state.memory else None
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
-    left = Deadline(state.started).end - now - spent - (
+    left = state.deadline.end - now - spent - (
         seconds("callers") + seconds("paths") if state.memory else 0.0)
     rerun = min(seconds("rerun"), max(seconds("rerun_least"), left))
     state.done = yield from rerun_steps(start_iteration, iterations, LEAST_CALLS, now + rerun)

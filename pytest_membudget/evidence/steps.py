@@ -58,9 +58,6 @@ class Deadline:
         """When the whole evidence should be done (a ``time.perf_counter()`` value)."""
         return self.began + GROWTH_EVIDENCE_SECONDS
 
-    def left(self) -> float:
-        return self.end - time.perf_counter()
-
 
 def iterations(start: int, most: int, least: int,
                deadline: float) -> Generator[int, None, int]:
