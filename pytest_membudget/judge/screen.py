@@ -89,8 +89,8 @@ def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
 
     The first point matters only to ``threads`` and ``fds``, read on their net growth: a
     probe read on every delta can no longer be flagged once one delta missed it, whenever
-    that was. On the screening data (bench/sweep.py screen), settling after 2 calls flags
-    what settling after 4 does at the default length; a thread kept on one call in ten is
+    that was. On the screening data (bench/sweep.py screen), reading after 2 calls flags
+    what reading after 4 does at the default length; a thread kept on one call in ten is
     seen by a screen of 16 calls that stops reading at 8, and missed when it stops at 4. The
     later points end the screens of tests whose exact counters grow on their first few
     calls and then stop (a subprocess's, a buffer's first growth). A ``slow`` test's screen
