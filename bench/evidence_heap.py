@@ -10,7 +10,7 @@ on and off (off: no time left for them and the search skipped), interleaved, and
 evidence's own time (``evidence["seconds"]``) and what the paths said. ``--census``: force
 the count after the rerun to list the whole heap's atoms again (``whole``) or those of the
 rerun's new containers only (``partial``); by default the evidence chooses by how long the
-first listing took (``census.Atoms.WHOLE_SECONDS``). Figures only.
+first listing took (``steps.SHARE["whole_listing"]``). Figures only.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_membudget.evidence import rerun
-from pytest_membudget.evidence.census import Atoms
+from pytest_membudget.evidence import rerun, steps
 
 REGISTRY: list[dict[str, Any]] = []
 
@@ -53,9 +52,9 @@ LEAKS: dict[str, Callable[[], Callable[[], None]]] = {
 
 
 def evidence(step: Callable[[], None], paths: bool) -> dict[str, Any]:
-    saved = rerun.PATH_SECONDS, rerun.PATH_LEAST_SECONDS, rerun._retaining
+    saved = dict(steps.SHARE), rerun._retaining
     if not paths:
-        rerun.PATH_SECONDS = rerun.PATH_LEAST_SECONDS = 0.0
+        steps.SHARE["paths"] = steps.SHARE["paths_least"] = 0.0
         rerun._retaining = lambda state, grown: []
     try:
         run = rerun.collect({"gc_objects"}, iterations=200, start_iteration=0)
@@ -66,7 +65,8 @@ def evidence(step: Callable[[], None], paths: bool) -> dict[str, Any]:
         except StopIteration as done:
             result: dict[str, Any] = done.value
     finally:
-        rerun.PATH_SECONDS, rerun.PATH_LEAST_SECONDS, rerun._retaining = saved
+        shares, rerun._retaining = saved
+        steps.SHARE.update(shares)
     return result
 
 
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--census", choices=("whole", "partial"))
     args = parser.parse_args(argv)
     if args.census:
-        Atoms.WHOLE_SECONDS = float("inf") if args.census == "whole" else -1.0
+        steps.SHARE["whole_listing"] = float("inf") if args.census == "whole" else -1.0
     ballast = [[str(i)] for i in range(args.objects // 2)]
     print(f"{len(ballast) * 2:,} objects kept alive; {args.repeats} repeats, interleaved; "
           f"census: {args.census or 'chosen by the first listing'}")

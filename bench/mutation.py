@@ -75,11 +75,12 @@ MUTANTS = (
     Mutant("no-shortest-verdict", "no auto verdict before 640 iterations", "judge/policy.py",
            "shortest = self._capped(self.shortest)", "shortest = 0"),
     Mutant("no-ample-growth", "ample growth confirms a failure early", "judge/policy.py",
-           "if measured >= last or reading is Reading.FAIL_AMPLE:", "if measured >= last:"),
-    Mutant("no-witness", "a flat RSS is no pass while py_blocks grows", "judge/verdict.py",
+           "if self.stands(measured, elapsed) or reading is Reading.FAIL_AMPLE:",
+           "if self.stands(measured, elapsed):"),
+    Mutant("no-witness", "a flat RSS is no pass while py_blocks grows", "judge/witness.py",
            "    if spec.run.iterations is not None:\n        return {}", "    return {}"),
     Mutant("witness-at-zero", "the witness holds a pass only above the budget's rate",
-           "judge/verdict.py", "limit / info.least_bytes", "0.0"),
+           "judge/witness.py", "limit / info.least_bytes", "0.0"),
 )
 
 

@@ -38,12 +38,13 @@ def _install() -> None:
     from pytest_membudget.sweep import driver
     from pytest_membudget.sweep.outcome import SecondLook
 
-    def long_look(spec: Any, catch: Any, ending: Any, screen: Any) -> Generator[None, None, Any]:
+    def long_look(spec: Any, catch: Any, ending: Any, screen: Any,
+                  probe: str) -> Generator[None, None, Any]:
         sm = screen.measurement
-        column = list(sm.probes).index(driver.SECOND_LOOK)
-        first = sm.per_call(driver.SECOND_LOOK)
+        column = list(sm.probes).index(probe)
+        first = sm.per_call(probe)
         look = replace(spec, run=replace(spec.run, warmup=0, iterations=LOOK))
-        again = yield from driver.repeat(look, (driver.SECOND_LOOK,), catch,
+        again = yield from driver.repeat(look, (probe,), catch,
                                          storage=driver.ScreenMeasurement,
                                          policy=RunPolicy.for_run(look.run))
         ending.outcome.calls += again.calls
@@ -54,7 +55,7 @@ def _install() -> None:
                       "look": [float(v[0]) for v in m.values[m.window_start:m.rows]]}
             with open(os.environ["LOOKLOG"], "a") as out:
                 out.write(json.dumps(record) + "\n")
-            ending.outcome.second_look = SecondLook(driver.SECOND_LOOK, first, (0.0,), False,
+            ending.outcome.second_look = SecondLook(probe, first, (0.0,), False,
                                                     goes_on=False)
         return again
 

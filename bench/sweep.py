@@ -8,7 +8,7 @@
 one process after the others, as in a suite: its first call, then a screen of ``--calls``
 calls sampled after each (the sweep's own probes, no warm-up), in a fresh process per repeat.
 Prints, for each screen length and warm-up, the leaks flagged and the clean cases flagged by
-the rule in pytest_membudget/sweep/screen.py, and what a screen costs per test.
+the rule in pytest_membudget/judge/screen.py, and what a screen costs per test.
 
 ``corpus``: a suite of one unmarked test per detection case (the step called once per test;
 its state kept across calls, as a module's caches are), run by plain ``pytest`` and by
@@ -54,9 +54,10 @@ if str(ROOT) not in sys.path:
 def screen_one_process(calls: int) -> dict[str, Any]:
     """In this process: every case's first call and screen; the series of each probe."""
     from bench.detection.cases import CASES, close_step
+    from pytest_membudget.judge.screen import SCREEN_PROBES
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep.driver import ScreenMeasurement, drive, repeat, screen_spec
-    from pytest_membudget.sweep.screen import SCREEN_PROBES
+    from pytest_membudget.sweep.driver import drive, repeat
+    from pytest_membudget.sweep.screen import ScreenMeasurement, screen_spec
 
     try:  # imported before any case, as a suite imports it at collection
         import torch
@@ -94,7 +95,7 @@ def screen_one_process(calls: int) -> dict[str, Any]:
 def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int]) -> None:
     import numpy as np
 
-    from pytest_membudget.sweep.screen import flagged
+    from pytest_membudget.judge.screen import flagged
 
     names = [n for n in runs[0] if not n.startswith("__")]
     leaks = [n for n in names if runs[0][n]["truth"] == "leak"]
@@ -131,16 +132,16 @@ def evaluate(runs: list[dict[str, Any]], lengths: list[int], warmups: list[int])
 def evaluate_settling(runs: list[dict[str, Any]], names: list[str], leaks: list[str],
                       clean: list[str]) -> None:
     """Screens of 8 calls (the default) and 16, each whole against the same screen stopped at
-    its settle points when nothing could still be flagged there (sweep.screen.settled), with
+    its reading points when nothing could still be flagged there (judge.screen.quiet), with
     the default schedule and a slow test's (read after the first call too): what each
     flags, and the calls each makes."""
-    from pytest_membudget.sweep.screen import SCREEN_CALLS, SCREEN_WARMUP
+    from pytest_membudget.judge.screen import SCREEN_CALLS, SCREEN_WARMUP
 
     for length in (SCREEN_CALLS, 2 * SCREEN_CALLS):
         hits, calls = _settling(runs, names, SCREEN_WARMUP - 1, length)
         total = len(runs)
         print(f"\nScreens of {length} calls after {SCREEN_WARMUP} warm-up calls, whole and "
-              "stopped once settled:")
+              "stopped once quiet:")
         for kind in ("whole", "settling", "slow"):
             caught = sum(hits[kind][n] for n in leaks)
             false = sum(hits[kind][n] for n in clean)
@@ -159,13 +160,13 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
               ) -> tuple[dict[str, dict[str, int]], dict[str, list[tuple[str, int]]]]:
     import numpy as np
 
-    from pytest_membudget.sweep.screen import (
+    from pytest_membudget.judge.screen import (
         SCREEN_WARMUP,
         flagged,
         left_out,
+        quiet,
+        reading_points,
         rule_columns,
-        settle_points,
-        settled,
     )
 
     kinds = ("whole", "settling", "slow")
@@ -179,12 +180,12 @@ def _settling(runs: list[dict[str, Any]], names: list[str], start: int, length: 
             if len(window) < length + 1:
                 continue
             least, every = rule_columns(tuple(probes))
-            # Read at each settle point until one has settled; a screen that goes on leaves
+            # Read at each reading point until one is quiet; a screen that goes on leaves
             # deltas out of its rule (sweep.screen.left_out).
             screens = [("whole", length, [])]
             for kind, slow in (("settling", False), ("slow", True)):
-                points = settle_points(length, slow)
-                stop = next((p for p in points if settled(window[: p + 1], least, every)),
+                points = reading_points(length, slow)
+                stop = next((p for p in points if quiet(window[: p + 1], least, every)),
                             length)
                 screens.append((kind, stop, [p for p in points if p < stop and left_out(p)]))
             for kind, rows, skip in screens:
@@ -215,14 +216,15 @@ def one_block(args: argparse.Namespace) -> None:
     reading's own objects can hide, in the delta after the reading; the body's length does
     not matter to that, so the slow schedule is asked for directly."""
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep.driver import ScreenMeasurement, _screen, drive, screen_spec
+    from pytest_membudget.sweep.driver import drive, screen_run
+    from pytest_membudget.sweep.screen import ScreenMeasurement, screen_spec
 
     spec = screen_spec(default_run())
     for slow in (False, True):
         flagged = calls = 0
         for _ in range(args.screens):
             kept: list[object] = []
-            done = drive(_screen(spec, (Exception,), slow),
+            done = drive(screen_run(spec, (Exception,), slow),
                          lambda kept=kept: kept.append(object()))
             assert isinstance(done.measurement, ScreenMeasurement)
             flagged += "py_blocks" in done.measurement.flagged()
@@ -386,7 +388,7 @@ PROFILE_PARTS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
                           "sys.getallocatedblocks", "gc.get_count")),
     ("probe reads", "pytest_membudget/probes", None),
     ("probe reads", "psutil", None),
-    ("the screening rule", "pytest_membudget/sweep/screen", None),
+    ("the screening rule", "pytest_membudget/judge/screen", None),
     ("numpy (the sample storage)", "numpy", None),
     ("the loop's bookkeeping (loop, stride, samples, driver)", "pytest_membudget", None),
     ("the test body (ten calls)", "bench/sweep.py", ("_screened_body",)),
@@ -416,15 +418,10 @@ def profile(args: argparse.Namespace) -> None:
     import gc
     import pstats
 
+    from pytest_membudget.judge.screen import SCREEN_WARMUP, flagged
     from pytest_membudget.settings import default_run
-    from pytest_membudget.sweep.driver import (
-        ScreenMeasurement,
-        drive,
-        repeat,
-        screen_probes,
-        screen_spec,
-    )
-    from pytest_membudget.sweep.screen import SCREEN_WARMUP, flagged
+    from pytest_membudget.sweep.driver import drive, repeat
+    from pytest_membudget.sweep.screen import ScreenMeasurement, screen_probes, screen_spec
 
     spec = screen_spec(default_run())
 

@@ -1,5 +1,5 @@
 """How much glibc's bytes in use (the malloc probe) wiggle on clean loops: the measurement
-behind catalog.MALLOC_WITNESS_RESOLUTION.
+behind the catalog's witness_resolution of malloc.
 
     python bench/witness_noise.py [--cases PATTERNS] [--heldout] [--iterations 3000]
 

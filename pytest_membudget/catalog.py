@@ -22,6 +22,16 @@ AMPLE_GROWTH: dict[ProbeKind, float] = {
 
 
 @dataclass(frozen=True)
+class ScreenRule:
+    """How the sweep's screen reads one probe's deltas (judge/screen.py): ``every``: each delta
+    must be at least ``least`` (CPython's leak hunter's rule); otherwise the net growth over
+    the screen must be (threads and descriptors, which leak on some calls only)."""
+
+    least: float
+    every: bool = True
+
+
+@dataclass(frozen=True)
 class ProbeInfo:
     name: str
     kind: ProbeKind
@@ -83,40 +93,52 @@ class ProbeInfo:
     #: see in the next of the same code: the comparison with a baseline asks a regressed slope
     #: to grow by more than this over the window (judge/regression.py).
     run_floor: float = 0.0
+    #: Whether it sees native memory as well as Python's, in bytes of this process: a failure
+    #: of it gets the share of its slope that the traced Python allocations explain
+    #: (evidence/share.py), and that share decides whether a cache the evidence found still
+    #: filling holds its growth (judge/explain.py).
+    python_share: bool = False
+    #: Whether its growth may be a fill that slows down (judge/fill.py): a failure of such
+    #: probes alone is seen again at four times its length before it stands, and each time
+    #: must keep at least this share of its first slope; a screen's growth of one of them
+    #: alone gets a second look. 0: its growth never reads as a fill.
+    fill_keeps: float = 0.0
+    #: How the sweep's screen reads it; None: the screen does not sample it.
+    screen: ScreenRule | None = None
+    #: Whether it counts native memory in use exactly: what the traced Python allocations
+    #: leave of its growth is native, and its slope beside a coarser probe tells native
+    #: growth from memory the allocator keeps free (evidence/share.py). A screen that reads
+    #: it hands no free memory back before its window: it sees reuse of free memory exactly.
+    native_in_use: bool = False
+    #: Whether a failure of it that tracemalloc saw no Python growth behind gets the native
+    #: stacks of a short rerun under memray (evidence/native.py): native memory of this
+    #: process that memray's hooks see.
+    native_stacks: bool = False
+    #: What the evidence lists of what a failure of it left behind, under this key of the
+    #: evidence: "threads", "fds" or "tasks" ("": nothing of its own).
+    evidence_list: str = ""
+    #: Whether it is RSS or a part of it, what the kernel kills by: its footprint budgets set
+    #: the peak watch's ceiling (judge/spec.py).
+    resident: bool = False
 
     @property
     def ample_growth(self) -> float:
         return self.ample if self.ample is not None else AMPLE_GROWTH[self.kind]
 
+    @property
+    def coarse(self) -> bool:
+        """Whether it sees growth only in steps (pages): a short flat window proves little,
+        so an auto pass waits for a tail long enough to see growth at ``floor``."""
+        return self.floor > 0
+
 
 PAGE = 4096
-#: A flat RSS over a short window says little: eight pages of resolution over a 32-iteration
-#: tail hide 1 KiB/iter. Auto runs on rss/uss go on until a 256 B/iter leak would show
-#: (a 128-iteration tail); the detection benchmark (bench/detection) measures what it costs.
+#: The slowest growth a coarse probe's auto pass must be able to see (catalog ``floor``): a
+#: flat RSS over a short window says little (eight pages over a 32-call tail hide 1 KiB a
+#: call), so auto runs on rss and uss go on until growth of 256 B a call would show.
 RSS_FLOOR = 256.0
-#: The interpreter's free lists and caches hold up to a few hundred blocks, filled slowly
-#: over thousands of iterations of a clean loop (measured on the detection corpus's clean
-#: cases: about one block per 300 iterations); a leak of one block per iteration passes 64
-#: within a 64-iteration tail.
-PY_BLOCKS_RESOLUTION = 64
-#: The growth of the py_blocks witness (ProbeInfo.witnesses) over the judged tail that holds
-#: a coarse probe's pass back: four times py_blocks's own resolution. The runner's own judgements
-#: leave 5 to 20 blocks in numpy's caches at each checkpoint (measured on a busy loop), and a
-#: cache that fills is no reason to hold a pass; one block per iteration reaches it over a
-#: 256-iteration tail, inside the first 640-iteration window.
-WITNESS_RESOLUTION = 256
-#: The same for the malloc witness, in bytes. glibc's bytes in use wiggle as free lists and
-#: caches fill and drain: on the detection corpus's 22 clean cases and the held-out set's 10
-#: (bench/witness_noise.py, bench/results/witness_noise_*.txt), the slope over the judged
-#: tail at 640 to 3240 calls added up to at most 28 KB (clean_torch_rnn_detach at 2160
-#: calls), and never with a lower bound above zero and a late slope still rising, which the
-#: rule also asks: no clean case would have been held. 16 KiB is as low as that allows while
-#: a leak of 64 B/call shows within the first window (20 KiB over its 320-call tail), so that
-#: the run does not stop on a pass at 640 calls.
-MALLOC_WITNESS_RESOLUTION = 16 * 1024.0
-#: Bytes of the smallest block the interpreter allocates (pymalloc's 16-byte alignment on
-#: 64-bit builds): growth of n blocks per iteration is at least 16 n bytes per iteration.
-SMALLEST_BLOCK = 16
+#: About 64 MiB of objects or blocks of 64 bytes: the ample growth of a count of objects.
+OBJECTS_AMPLE = 1_000_000.0
 #: The probe sampled, unreported, beside budgets that are all blind to native memory: its
 #: clear growth becomes a note, never a failure.
 NATIVE_WATCH = "rss"
@@ -216,38 +238,55 @@ DEVICE_PROBES: list[ProbeInfo] = [
 PROBES: dict[str, ProbeInfo] = {
     p.name: p
     for p in (
+        # The screen's catch-all for memory the exact counters do not see (mmap, other
+        # allocators): every delta at least a page.
         ProbeInfo("rss", B, "B", 8 * PAGE, "rss",
                   "resident set size of the process (all native and Python memory)",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
+                  screen=ScreenRule(float(PAGE)), native_stacks=True, resident=True,
                   run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
-                  witnesses=("py_blocks", "malloc"), own_memory=True,
+                  witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
+                  native_stacks=True, resident=True,
                   run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
+        # As a witness, glibc's bytes in use wiggle by up to tens of KB over a clean tail as
+        # free lists fill and drain; a leak of 64 B a call still passes 16 KiB within the
+        # first window.
         ProbeInfo("malloc", B, "B", 4096, "malloc",
                   "bytes in use in glibc's malloc (mallinfo2): native memory, exactly",
                   traced_evidence=True, sees="native memory",
-                  witness_resolution=MALLOC_WITNESS_RESOLUTION, own_memory=True),
-        ProbeInfo("py_blocks", COUNT, "blocks", PY_BLOCKS_RESOLUTION, "pyblocks",
+                  witness_resolution=16 * 1024.0, own_memory=True,
+                  python_share=True, fill_keeps=0.75, screen=ScreenRule(1.0),
+                  native_in_use=True, native_stacks=True),
+        # The interpreter's free lists and caches fill by up to a few hundred blocks in a
+        # clean loop, about a block per few hundred calls; a leak of a block a call passes 64
+        # within a 64-call tail. As a witness, four times that: the runner's own judgements
+        # leave a few blocks in numpy's caches at each checkpoint. A block is 16 bytes or
+        # more (pymalloc's alignment on 64-bit builds).
+        ProbeInfo("py_blocks", COUNT, "blocks", 64, "pyblocks",
                   "memory blocks allocated by the interpreter (sys.getallocatedblocks): every "
                   "Python object, tracked by the garbage collector or not", traced_evidence=True,
                   sees="Python objects", ample=OBJECTS_AMPLE,
-                  witness_resolution=WITNESS_RESOLUTION, least_bytes=SMALLEST_BLOCK,
-                  blind_to_native=True, own_memory=True),
+                  witness_resolution=256, least_bytes=16,
+                  blind_to_native=True, own_memory=True, screen=ScreenRule(1.0)),
         ProbeInfo("gc_objects", COUNT, "objects", 8, "gcobjects",
                   "objects tracked by the garbage collector", traced_evidence=True,
                   ample=OBJECTS_AMPLE, blind_to_native=True, own_memory=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
-                  "operating-system threads of the process"),
+                  "operating-system threads of the process",
+                  screen=ScreenRule(1.0, every=False), evidence_list="threads"),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",
-                  "open file descriptors (handles on Windows)"),
+                  "open file descriptors (handles on Windows)",
+                  screen=ScreenRule(1.0, every=False), evidence_list="fds"),
         ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
-                  "pending tasks of the running asyncio event loop (async tests only)"),
+                  "pending tasks of the running asyncio event loop (async tests only)",
+                  evidence_list="tasks"),
         # The test's descendant processes, from /proc (Linux): probes/proctree.py.
         ProbeInfo("children", COUNT, "processes", 1, "proctree",
                   "live descendant processes of the test's process (children, their children, "
@@ -255,14 +294,14 @@ PROBES: dict[str, ProbeInfo] = {
         ProbeInfo("children_uss", B, "B", 8 * PAGE, "proctree",
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
-                  "parent)", floor=RSS_FLOOR, run_spread=PAGE_RUN_SPREAD,
+                  "parent)", floor=RSS_FLOOR, native_stacks=True, run_spread=PAGE_RUN_SPREAD,
                   run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
-                  floor=RSS_FLOOR, traced_evidence=True, run_spread=PAGE_RUN_SPREAD,
-                  run_floor=PAGE_RUN_FLOOR),
+                  floor=RSS_FLOOR, traced_evidence=True, native_stacks=True,
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.
@@ -292,3 +331,6 @@ PROBES: dict[str, ProbeInfo] = {
         *DEVICE_PROBES,
     )
 }
+
+#: The probe every phase reads, budgeted or not: a phase's table is RSS.
+PHASE_PROBE = "rss"

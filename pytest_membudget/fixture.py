@@ -248,7 +248,7 @@ class MemBudget:
         let go (the next test starts where it would have), the run records the stop and its
         evidence, and the test fails with them."""
         __tracebackhide__ = True
-        from pytest_membudget.evidence.frames import let_go, stopped_at
+        from pytest_membudget.frames import let_go, stopped_at
         from pytest_membudget.measure.results import build_result
         from pytest_membudget.render.stopped import (
             phase_details,
@@ -292,7 +292,7 @@ class MemBudget:
                                  result)
         if isinstance(exc, FootprintRunaway):
             # The machine ran short during the evidence's call: its memory goes back now.
-            from pytest_membudget.evidence.frames import let_go
+            from pytest_membudget.frames import let_go
 
             let_go(exc)
             raise failure from None

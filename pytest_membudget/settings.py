@@ -15,6 +15,7 @@ import pytest
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS
+from pytest_membudget.judge.screen import SCREEN_CALLS
 from pytest_membudget.judge.spec import (
     RUN_KEYS,
     Budget,
@@ -26,7 +27,6 @@ from pytest_membudget.judge.spec import (
     parse_seconds,
     positive_int,
 )
-from pytest_membudget.sweep.screen import SCREEN_CALLS
 from pytest_membudget.vocabulary import SweepMode
 
 

@@ -11,15 +11,10 @@ import functools
 import math
 import time
 from collections.abc import Generator, Mapping, MutableMapping
-from typing import Any
 
-from pytest_membudget.evidence.steps import iterations
+from pytest_membudget.evidence.records import CacheInfo, FillRate, PathEntry
+from pytest_membudget.evidence.steps import LEAST_CALLS, MOST_CALLS, iterations
 from pytest_membudget.vocabulary import RootKind
-
-#: Most seconds, and fewest iterations, of the short run that reads how fast the caches fill.
-FILL_SECONDS = 0.2
-FILL_MIN_ITERATIONS = 2
-FILL_MAX_ITERATIONS = 50
 
 _LRU_WRAPPER: tuple[type, ...] = tuple(
     t for t in (getattr(functools, "_lru_cache_wrapper", None),) if isinstance(t, type))
@@ -56,7 +51,7 @@ def fill(obj: object) -> tuple[int, int] | None:
     return size, int(most)
 
 
-def describe(obj: object) -> dict[str, Any] | None:
+def describe(obj: object) -> CacheInfo | None:
     """A bounded cache as the evidence's JSON shows it, or None."""
     found = fill(obj)
     if found is None:
@@ -66,15 +61,15 @@ def describe(obj: object) -> dict[str, Any] | None:
     return {"name": _name(obj), "kind": kind, "currsize": found[0], "maxsize": found[1]}
 
 
-def fill_rates(caches: Mapping[int, object],
-               start: int) -> Generator[int, None, tuple[dict[int, dict[str, Any]], int]]:
-    """A few more iterations (FILL_SECONDS at most), with each cache's entries read before
+def fill_rates(caches: Mapping[int, object], start: int, seconds: float
+               ) -> Generator[int, None, tuple[dict[int, FillRate], int]]:
+    """A few more iterations (``seconds`` at most), with each cache's entries read before
     and after: entries gained per call, and calls until full. Returns them by the cache's
     id, and the iterations run."""
     before = {key: fill(obj) for key, obj in caches.items()}
-    done = yield from iterations(start, FILL_MAX_ITERATIONS, FILL_MIN_ITERATIONS,
-                                 time.perf_counter() + FILL_SECONDS)
-    rates: dict[int, dict[str, Any]] = {}
+    done = yield from iterations(start, MOST_CALLS, LEAST_CALLS,
+                                 time.perf_counter() + seconds)
+    rates: dict[int, FillRate] = {}
     for key, obj in caches.items():
         first, last = before[key], fill(obj)
         if first is None or last is None:
@@ -86,7 +81,7 @@ def fill_rates(caches: Mapping[int, object],
     return rates, done
 
 
-def still_filling(paths: list[dict[str, Any]], calls: int = 0) -> list[dict[str, Any]]:
+def still_filling(paths: list[PathEntry], calls: int = 0) -> list[CacheInfo]:
     """The caches that hold all the growth the retaining paths found: every path from a root
     Python can see runs through a bounded cache that gained entries in the last calls and is
     not full. (An lru_cache keeps its results in entries the collector does not track, so

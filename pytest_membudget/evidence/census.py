@@ -15,6 +15,8 @@ from itertools import compress, filterfalse, islice, repeat
 from operator import is_
 from typing import Any
 
+from pytest_membudget.evidence.steps import seconds
+
 _NUMBERS = (int, float, bool, type(None))
 
 
@@ -44,19 +46,17 @@ class Atoms:
     new strings and bytes, which the collector's lists never show (retaining paths start
     from them).
 
-    Listing the atoms is most of a count's time, and it grows with the heap (0.2 s for half a
-    million on the project's machine, 0.05 s in a process that imported torch). When the
-    first listing took longer than WHOLE_SECONDS, two such listings would take most of the
-    evidence's 0.8 s: the second then lists only the atoms held by the containers the rerun
-    made (``fresh``), and takes those counted before as still alive. It costs a fraction of
-    the first, and misses the atoms the rerun put into older containers (``partial`` says
-    so)."""
+    Listing the atoms is most of a count's time, and it grows with the heap (0.2 s for half
+    a million on the project's machine, 0.05 s in a process that imported torch). When the
+    first listing took longer than its share of the evidence's seconds (evidence/steps.py),
+    two such listings would take most of them: the second then lists only the atoms held by
+    the containers the rerun made (``fresh``), and takes those counted before as still
+    alive. It costs a fraction of the first, and misses the atoms the rerun put into older
+    containers (``partial`` says so).
+    """
 
     #: Most new atoms kept for the retaining paths: they need a few of each type.
     MOST = 50_000
-    #: Seconds of the first listing after which the second lists the new containers only.
-    WHOLE_SECONDS = 0.25
-
     def __init__(self) -> None:
         self.before: set[int] | None = None
         #: The atoms counted before, by type, and the seconds that listing took.
@@ -77,7 +77,7 @@ class Atoms:
         """The containers whose atoms a count lists: the rerun's own when the count before
         it was slow and they are known, else all of them."""
         self.partial = self.before is not None and fresh is not None and (
-            self.seconds > self.WHOLE_SECONDS)
+            self.seconds > seconds("whole_listing"))
         return _holders(fresh if self.partial and fresh is not None else objects)
 
     def note(self, atoms: dict[int, object], dicts: list[dict[Any, Any]],

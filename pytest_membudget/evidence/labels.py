@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_membudget.evidence.caches import is_lru_cache
+from pytest_membudget.evidence.records import RootInfo
 from pytest_membudget.vocabulary import RootKind
 
 #: Longest key shown in a step; a longer repr is cut.
@@ -29,8 +30,8 @@ class Root:
     file: str = ""
     line: int = 0
 
-    def describe(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"kind": self.kind.value, "name": self.name}
+    def describe(self) -> RootInfo:
+        found: RootInfo = {"kind": self.kind.value, "name": self.name}
         file, line = self.file, self.line
         if isinstance(self.holder, types.ModuleType):
             file = getattr(self.holder, "__file__", None) or ""

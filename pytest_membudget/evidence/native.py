@@ -20,15 +20,10 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.frames import is_own, is_user_frame
-from pytest_membudget.evidence.steps import iterations
-from pytest_membudget.vocabulary import ProbeKind
+from pytest_membudget.evidence.records import Site
+from pytest_membudget.evidence.steps import LEAST_CALLS, iterations
+from pytest_membudget.frames import is_own, is_user_frame
 
-#: Most seconds of the native rerun (importing memray and reading the capture file come on
-#: top: about 0.3 s and 0.15 s on a busy machine).
-NATIVE_SECONDS = 0.15
-#: Fewest iterations: growth needs two to show.
-NATIVE_MIN_ITERATIONS = 2
 #: Stacks shown, largest first (those that reach the user's code before the others).
 NATIVE_TOP = 3
 #: Frames read per stack: enough to pass through an extension's calls (torch's run dozens
@@ -78,12 +73,10 @@ def _code_mib() -> float:
     return total / (1 << 20)
 
 
-def wanted(failing: Iterable[str], sites: list[dict[str, Any]] | None) -> bool:
+def wanted(failing: Iterable[str], sites: list[Site] | None) -> bool:
     """A failing budget on memory that native code moves, and tracemalloc saw no Python
     allocation grow: the growth is native."""
-    return sites == [] and any(PROBES[name].kind is ProbeKind.BYTES
-                               and not PROBES[name].stack and name != "heap"
-                               for name in failing)
+    return sites == [] and any(PROBES[name].native_stacks for name in failing)
 
 
 def missing() -> str | None:
@@ -107,9 +100,11 @@ def _memray() -> Any:
     return memray
 
 
-def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]:
-    """Up to ``most`` iterations (NATIVE_SECONDS at most) under memray with native traces;
-    then the stacks of what they left allocated."""
+def native_stacks(start: int, most: int,
+                  seconds: float) -> Generator[int, None, dict[str, Any]]:
+    """Up to ``most`` iterations (``seconds`` at most; importing memray and reading its
+    capture come on top) under memray with native traces; then the stacks of what they left
+    allocated."""
     memray = _memray()
     if isinstance(memray, dict):
         return memray
@@ -119,15 +114,15 @@ def native_stacks(start: int, most: int) -> Generator[int, None, dict[str, Any]]
     capture = os.path.join(directory, "native.bin")
     try:
         with memray.Tracker(capture, native_traces=True, follow_fork=False):
-            done = yield from iterations(start, most, NATIVE_MIN_ITERATIONS,
-                                         time.perf_counter() + NATIVE_SECONDS)
+            done = yield from iterations(start, most, LEAST_CALLS,
+                                         time.perf_counter() + seconds)
         reader = memray.FileReader(capture)
         records = list(reader.get_leaked_allocation_records(merge_threads=True))
         stacks = [stack for stack in map(_stack, records) if stack is not None]
         del records, reader
         # One allocation left over from several iterations is a cache filled once (a code
         # object's line table), not what grows with every call.
-        if done >= NATIVE_MIN_ITERATIONS:
+        if done >= LEAST_CALLS:
             stacks = [stack for stack in stacks if stack["allocations"] > 1]
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -12,13 +12,14 @@ import gc
 import sys
 import time
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_membudget.evidence.caches import describe as describe_cache
-from pytest_membudget.evidence.frames import is_own
 from pytest_membudget.evidence.labels import Root, label, object_type, root_of_frame
+from pytest_membudget.evidence.records import CacheInfo, PathEntry, PathStep, RetainingPath
+from pytest_membudget.frames import is_own
 from pytest_membudget.vocabulary import RootKind
 
 #: Types that grew most whose new objects get a path.
@@ -59,20 +60,20 @@ class _Search:
     #: share objects (a registry's list holds the dicts that hold the bytes).
     seen: dict[int, object] = field(default_factory=dict)
     below: dict[tuple[str, int], int | None] = field(default_factory=dict)
-    paths: dict[str, dict[str, Any]] = field(default_factory=dict)
+    paths: dict[str, RetainingPath] = field(default_factory=dict)
     kept_by_c: dict[str, object] = field(default_factory=dict)
     #: The bounded caches met on the paths found, by id, with the description each path
     #: shows (one per cache: several paths may run through it).
-    caches: dict[int, tuple[object, dict[str, Any]]] = field(default_factory=dict)
+    caches: dict[int, tuple[object, CacheInfo]] = field(default_factory=dict)
     visited: int = 0
     stopped: str = ""
 
 
 def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object]],
                     deadline: float, ignored: Iterable[object] = (),
-                    caches: list[tuple[object, dict[str, Any]]] | None = None,
+                    caches: list[tuple[object, CacheInfo]] | None = None,
                     untracked: Sequence[dict[Any, Any]] = (),
-                    ) -> list[dict[str, Any]]:
+                    ) -> list[PathEntry]:
     """For each of the first PATH_TYPES of ``grown`` (type name, count; most first), a path
     from a root to one of the type's new objects (``new``: type name -> objects), or the
     reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value). A path
@@ -94,7 +95,7 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     del samples
     found = []
     for name, count in top:
-        entry: dict[str, Any] = {"type": name, "count": count}
+        entry: PathEntry = {"type": name, "count": count}
         if name in search.paths:
             entry["path"] = search.paths[name]
         elif not new.get(name):
@@ -106,6 +107,34 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     if caches is not None:
         caches.extend(search.caches.values())
     search.caches.clear()
+    return found
+
+
+#: Seconds a retaining-path search from a probe's own objects may take (JAX's arrays).
+PATH_FROM_SECONDS = 1.0
+
+
+def paths_from(evidence: Mapping[str, Any]) -> None:
+    """Where a probe's own evidence left objects to start a retaining path from (a
+    ``path_from`` of a label, a count and the objects: JAX's arrays the window left alive),
+    the path in their place (``paths``); the objects are let go either way."""
+    for part in _parts(evidence):
+        start = part.pop("path_from", None)
+        if start:
+            label, objects = start["label"], start["objects"]
+            part["paths"] = retaining_paths(
+                [(label, start["count"])], {label: objects},
+                time.perf_counter() + PATH_FROM_SECONDS, ignored=(start, objects, part))
+            del start, objects
+
+
+def _parts(evidence: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The dicts of a probe's evidence, two levels deep (a source's key, then a section)."""
+    found = []
+    for value in evidence.values():
+        if isinstance(value, dict):
+            found.append(value)
+            found += [inner for inner in value.values() if isinstance(inner, dict)]
     return found
 
 
@@ -216,7 +245,7 @@ def _found(s: _Search, root: Root, top: object, name: str) -> None:
         s.paths[name] = _with_cache(s, root, chain)
 
 
-def _with_cache(s: _Search, root: Root, chain: list[object]) -> dict[str, Any]:
+def _with_cache(s: _Search, root: Root, chain: list[object]) -> RetainingPath:
     """The path down ``chain``, with the first bounded cache on it (the root's own object
     first: a closure or a module global may be the cache)."""
     path = _path(root, chain)
@@ -246,7 +275,7 @@ def _is_class_dict(cls: type, candidate: dict[Any, Any]) -> bool:
         return False
 
 
-def _path(root: Root, chain: list[object]) -> dict[str, Any]:
+def _path(root: Root, chain: list[object]) -> RetainingPath:
     """The path from ``root`` down ``chain`` (the object the root holds first, the sample
     last), as steps: how each object is reached from the one above it, and its type."""
     # A class's own dict, and a closure's tuple and cell, are how the root holds the first
@@ -255,20 +284,20 @@ def _path(root: Root, chain: list[object]) -> dict[str, Any]:
     first = root.first_step(chain[: skip + 1]) if len(chain) > skip else None
     if first is None:
         skip, first = 0, root.first_step(chain[:1])
-    steps = [{"step": first, "type": object_type(chain[skip])}]
+    steps: list[PathStep] = [{"step": first, "type": object_type(chain[skip])}]
     for above, obj in zip(chain[skip:], chain[skip + 1:], strict=False):
         steps.append({"step": label(above, obj), "type": object_type(obj)})
     return {"root": root.describe(), "steps": _fold(steps)}
 
 
-def _fold(steps: list[dict[str, str]]) -> list[dict[str, str]]:
+def _fold(steps: list[PathStep]) -> list[PathStep]:
     """An instance's ``__dict__`` and the key in it read as one step: ``.name``."""
-    folded: list[dict[str, str]] = []
+    folded: list[PathStep] = []
     for step in steps:
         if (folded and folded[-1]["step"] == "__dict__" and folded[-1]["type"] == "dict"
                 and step["step"].startswith("['")):
             folded.pop()
-            step = {**step, "step": "." + step["step"][2:-2]}
+            step = {"step": "." + step["step"][2:-2], "type": step["type"]}
         folded.append(step)
     return folded
 

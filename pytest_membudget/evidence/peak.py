@@ -21,9 +21,10 @@ import tracemalloc
 from collections.abc import Generator
 from typing import Any
 
-from pytest_membudget.evidence.composition import MemoryReading, composition
-from pytest_membudget.evidence.frames import is_library, source_line
-from pytest_membudget.evidence.sites import _by_site
+from pytest_membudget.evidence.composition import composition
+from pytest_membudget.evidence.sites import by_site
+from pytest_membudget.frames import is_library, source_line
+from pytest_membudget.probes.reading import MemoryReading
 
 #: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
 #: to the user's line that called them.
@@ -125,8 +126,8 @@ def traced_call(iteration: int, census: PeakCensus,
         census.snapshot = None
         return found
     kinds: dict[str, tuple[bool, bool]] = {}
-    at_peak = _by_site(census.snapshot, kinds)
-    left = _by_site(end, kinds) if end is not None else None
+    at_peak = by_site(census.snapshot, kinds)
+    left = by_site(end, kinds) if end is not None else None
     census.snapshot = None
     lines = []
     for site, (size, count, via, _) in at_peak.items():

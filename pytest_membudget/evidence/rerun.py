@@ -16,7 +16,6 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.caches import fill_rates, still_filling
@@ -27,44 +26,36 @@ from pytest_membudget.evidence.census import (
     type_counts,
     type_name,
 )
-from pytest_membudget.evidence.frames import is_library, is_user_frame, source_line
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
 from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
-from pytest_membudget.evidence.sites import (
-    CALLER_FRAMES,
-    CALLER_SECONDS,
+from pytest_membudget.evidence.records import (
+    CacheInfo,
+    GrowthEvidence,
+    PathEntry,
+    Site,
+    ThreadLeft,
+)
+from pytest_membudget.evidence.sites import callers, growing_sites
+from pytest_membudget.evidence.steps import (
+    LEAST_CALLS,
+    STACK_FRAMES,
     TOP,
-    TRACE_FRAMES,
-    callers,
-    growing_sites,
+    Deadline,
+    seconds,
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
+from pytest_membudget.frames import is_library, is_user_frame, source_line
 from pytest_membudget.interpreter import (
     collect_quietly,
     gc_facts,
     refreeze_own,
     session_froze,
 )
+from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.vocabulary import ProbeKind
 
-#: Seconds the whole evidence of a failure aims at (bench/evidence.py measures what it costs
-#: and whether the top lines stay the same). Collecting garbage and counting objects cost the
-#: same before and after the rerun, and grow with the heap; the traced rerun gets what they
-#: leave, within RERUN_SECONDS. Tracing slows allocation-heavy loops several times over, so
-#: the rerun stops on time as well as on count.
-EVIDENCE_SECONDS = 0.8
-RERUN_SECONDS = (0.1, 0.6)
-#: Of EVIDENCE_SECONDS, those kept for the retaining paths; and the least they get when the
-#: rest of the evidence took longer than it should (a heap of millions of objects, or a slow
-#: step whose rerun used the time): a few walks of the heap, enough for a short path. (An
-#: lru_cache's entries on a 25 ms step took 0.125 s to find in a test process: 0.1 s cut it
-#: short, and the cache that held the growth went unnamed.)
-PATH_SECONDS = 0.15
-PATH_LEAST_SECONDS = 0.25
-#: Fewest iterations of the rerun: growth needs at least two to show.
-EVIDENCE_MIN_ITERATIONS = 2
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
 #: no more iterations than it takes the failing probes to grow this much.
 PLAIN_GROWTH = {ProbeKind.BYTES: 256 * 1024.0, ProbeKind.COUNT: 16.0}
@@ -92,22 +83,43 @@ class _Before:
     #: The objects the collector tracks that the rerun made (those gc.freeze() left in its
     #: lists); None where this Python's freeze does not set the old ones apart.
     fresh: list[object] | None = None
-    paths: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[PathEntry] = field(default_factory=list)
     #: The bounded caches the paths run through, and the description each path shows.
-    caches: list[tuple[object, dict[str, Any]]] = field(default_factory=list)
+    caches: list[tuple[object, CacheInfo]] = field(default_factory=list)
     threads: set[int | None] = field(default_factory=set)
     fds: set[str] = field(default_factory=set)
-    sites: list[dict[str, Any]] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
     #: Net growth of every traced allocation in the rerun, in bytes (None untraced).
     traced: int | None = None
     done: int = 0
     extra: int = 0
+    #: The evidence's one deadline, made here, before the objects are counted and traced:
+    #: a first call of its code inside the traced rerun can leave a block behind (3.13).
+    deadline: Deadline = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = Deadline(self.started)
+
+    def own(self) -> list[object]:
+        """The evidence's own records, the one list every count of what the rerun made
+        leaves out (measure/own.py): this state and its tables, the census's bookkeeping,
+        and the records of the growing lines (the list, each site's dict, and the caller
+        found for a library line: a ``(file, line)`` tuple the collector still tracks, once
+        read as a growing ``tuple`` held by the site)."""
+        records: list[object] = [self, self.types, self.threads, self.fds, *self.atoms.own(),
+                                 self.fresh, self.paths, self.caches, self.traced, self.sites,
+                                 self.deadline]
+        for site in self.sites:
+            records.append(site)
+            if site.get("via") is not None:
+                records.append(site["via"])
+        return records
 
 
 def collect(
     failing: set[str], iterations: int, start_iteration: int,
-) -> Generator[int, None, dict[str, Any]]:
-    """Run up to ``iterations`` more iterations (stopping after EVIDENCE_SECONDS) and report
+) -> Generator[int, None, GrowthEvidence]:
+    """Run up to ``iterations`` more iterations (within the evidence's deadline) and report
     what grew during them and what keeps it alive; then, when a growing line is in a library,
     a few more with deeper tracebacks to find the user's line that called it, and when the
     growth is native, a few more under memray for its native stacks."""
@@ -116,7 +128,8 @@ def collect(
     # Checked (on first use) before the objects are counted: the check's objects are not growth.
     freezes = gc_facts().freezes
     # Made before the objects are counted, so that its own few objects never read as growth.
-    tasks = TaskWatch(is_user_frame) if "asyncio_tasks" in failing else None
+    tasks = TaskWatch(is_user_frame) if any(
+        PROBES[name].evidence_list == "tasks" for name in failing) else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
     atoms = Atoms()
@@ -146,8 +159,7 @@ def collect(
     # Counted here, before _report's comprehensions make cells for its locals. The evidence's
     # own bookkeeping must not read as growth. (The collection before the last snapshot
     # already ran; what was made since is freed by reference counting.)
-    own = (state, state.types, state.threads, state.fds, *state.atoms.own(), state.fresh,
-           state.paths, state.caches, state.traced, *_site_records(state.sites))
+    own = state.own()
     grown = type_counts(exclude=own, atoms=state.atoms, fresh=state.fresh) if memory else (
         Counter())
     del own  # it holds the rerun's objects, which the retaining paths must not meet
@@ -159,7 +171,7 @@ def collect(
         result["bounded"] = yield from _cache_fill(state, start_iteration)
     if memory and native_wanted(failing, state.sites):
         result["native"] = yield from native_stacks(
-            start_iteration + state.done + state.extra, iterations)
+            start_iteration + state.done + state.extra, iterations, seconds("native"))
     # Everything the evidence took: reruns, collections, snapshots, counts, native stacks.
     result["seconds"] = round(time.perf_counter() - state.started, 6)
     return result
@@ -169,7 +181,7 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
     """What the collector tracks now, while the objects alive before the rerun are frozen:
     the rerun's own, less the evidence's bookkeeping. None where frozen objects still show
     (the sentinel: ``state``, made before the freeze)."""
-    left_out = {id(state.threads), id(state.fds), *map(id, _site_records(state.sites))}
+    left_out = {id(record) for record in state.own()}
     left_out.add(id(left_out))
     found = gc.get_objects()
     fresh = []
@@ -182,18 +194,6 @@ def _made_by_rerun(state: _Before) -> list[object] | None:
     return fresh
 
 
-def _site_records(sites: list[dict[str, Any]]) -> list[object]:
-    """The evidence's own records of the growing lines: the list, each site's dict, and the
-    caller found for a library line (a ``(file, line)`` tuple the collector still tracks,
-    once read as a growing ``tuple`` held by the site). None of them is the workload's."""
-    records: list[object] = [sites]
-    for site in sites:
-        records.append(site)
-        if site.get("via") is not None:
-            records.append(site["via"])
-    return records
-
-
 def _no_fresh_reason() -> str:
     if not gc_facts().freezes:
         return ("gc.freeze() does not set the old objects apart on this Python, so the new "
@@ -202,9 +202,9 @@ def _no_fresh_reason() -> str:
             "frozen, so the new ones cannot be told")
 
 
-def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
+def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
-    time (at least PATH_LEAST_SECONDS)."""
+    time (at least its ``paths_least`` share)."""
     top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
     if not top:
         return []
@@ -222,24 +222,29 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[dict[str, Any]]:
             new[name].append(obj)
     state.fresh, state.atoms.new = [], []
     untracked, state.atoms.dicts = state.atoms.dicts, []
-    deadline = max(state.started + EVIDENCE_SECONDS, time.perf_counter() + PATH_LEAST_SECONDS)
+    deadline = max(state.deadline.end, time.perf_counter() + seconds("paths_least"))
     try:
-        return retaining_paths(top, new, deadline, ignored=(state, names, top),
+        return retaining_paths(top, new, deadline, ignored=(*state.own(), names, top),
                                caches=state.caches, untracked=untracked)
     finally:
         new.clear()
         untracked.clear()
 
 
-def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[dict[str, Any]]]:
+def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[CacheInfo]]:
     """How full each bounded cache on the paths is and how fast it fills, read over a few
     more iterations; then the caches that hold all the growth the paths found (empty when
     some of it is held elsewhere)."""
     caches = {id(obj): obj for obj, _ in state.caches}
-    rates, done = yield from fill_rates(caches, start + state.done + state.extra)
+    rates, done = yield from fill_rates(caches, start + state.done + state.extra,
+                                        seconds("fill"))
     state.extra += done
     for obj, description in state.caches:
-        description.update(rates.get(id(obj), {}))
+        rate = rates.get(id(obj))
+        if rate is not None:
+            description["currsize"], description["maxsize"] = rate["currsize"], rate["maxsize"]
+            description["per_call"] = rate["per_call"]
+            description["calls_to_full"] = rate["calls_to_full"]
     state.caches.clear()
     del caches
     return still_filling(state.paths, state.done)
@@ -257,11 +262,10 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     before = tracemalloc.take_snapshot() if state.memory else None
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
-    shortest, longest = RERUN_SECONDS
-    left = EVIDENCE_SECONDS - 2 * spent - (CALLER_SECONDS + PATH_SECONDS if state.memory
-                                           else 0.0)
-    state.done = yield from rerun_steps(start_iteration, iterations, EVIDENCE_MIN_ITERATIONS,
-                                        now + min(longest, max(shortest, left)))
+    left = state.deadline.end - now - spent - (
+        seconds("callers") + seconds("paths") if state.memory else 0.0)
+    rerun = min(seconds("rerun"), max(seconds("rerun_least"), left))
+    state.done = yield from rerun_steps(start_iteration, iterations, LEAST_CALLS, now + rerun)
     collect_quietly()
     if before is not None:
         state.sites, state.traced = growing_sites(before, tracemalloc.take_snapshot(),
@@ -271,15 +275,16 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
               if s["via"] is None and is_library(s["file"])}
     if wanted and own_tracer:
         tracemalloc.stop()
-        tracemalloc.start(CALLER_FRAMES)
-        found, state.extra = yield from callers(wanted, start_iteration + state.done)
+        tracemalloc.start(STACK_FRAMES)
+        found, state.extra = yield from callers(wanted, start_iteration + state.done,
+                                                seconds("callers"))
         for site in state.sites:
             site["via"] = site["via"] or found.get((site["file"], site["line"]))
 
 
-def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
+def _report(state: _Before, grown: Counter[str]) -> GrowthEvidence:
     done, extra, sites = state.done, state.extra, state.sites
-    result: dict[str, Any] = {"iterations": done}
+    result: GrowthEvidence = {"iterations": done}
     if state.memory:
         for site in sites:
             site["code"] = source_line(site["file"], site["line"])
@@ -299,10 +304,11 @@ def _report(state: _Before, grown: Counter[str]) -> dict[str, Any]:
         if state.atoms.partial:
             result["atoms_listed"] = {"in": "new containers",
                                       "whole_seconds": round(state.atoms.seconds, 3)}
-    result["threads"] = [
+    threads: list[ThreadLeft] = [
         {"name": t.name, "daemon": t.daemon, "target": thread_target(t)}
         for t in threading.enumerate() if t.ident not in state.threads
-    ][:TOP]
+    ]
+    result["threads"] = threads[:TOP]
     result["fds"] = sorted(set(fd_targets()) - state.fds)[:TOP]
     if state.tasks is not None:
         result["tasks"] = state.tasks.new_tasks(done + extra)

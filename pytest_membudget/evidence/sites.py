@@ -11,18 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own
-
-#: Frames kept per allocation while the rerun looks for the lines that grew: the innermost
-#: frame names the line, and tracing costs about three times less than with 16 frames.
-TRACE_FRAMES = 1
-#: Frames kept while looking for the user's own line beneath a library's (see callers()).
-CALLER_FRAMES = 16
-#: Most seconds, and iterations, of the second rerun that finds the callers of library lines;
-#: it stops as soon as every such line has allocated again.
-CALLER_SECONDS = 0.25
-CALLER_ITERATIONS = 50
-TOP = 10
+from pytest_membudget.evidence.records import Site
+from pytest_membudget.evidence.steps import MOST_CALLS, TOP
+from pytest_membudget.frames import first_user, is_library, is_own
 
 
 def _filename(frame: tracemalloc.Frame) -> str:
@@ -62,7 +53,7 @@ def _per_traceback(snapshot: tracemalloc.Snapshot) -> Iterable[tuple[int, int, t
     return ((int(totals[k]), int(counts[k]), tracebacks[first[k]]) for k in order)
 
 
-def _by_site(snapshot: tracemalloc.Snapshot,
+def by_site(snapshot: tracemalloc.Snapshot,
              kinds: dict[str, tuple[bool, bool]]) -> dict[tuple[str, int], list[Any]]:
     """Bytes and blocks per innermost frame, with the user's frame beneath a library's;
     ``kinds`` caches each file's (own, library) test across snapshots."""
@@ -105,14 +96,14 @@ def _called_by_own(frames: tuple[Any, ...]) -> bool:
 
 def growing_sites(
     before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, iterations: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[Site], int]:
     """Net growth per allocation site: the innermost frame of each allocation, and the
     innermost frame of the user's own code beneath it when the site is in a library; and the
     net growth of every site together (the top sites' sum leaves out the many small ones,
     and the sites that shrank). Allocations made by pytest or this plugin are left out."""
     kinds: dict[str, tuple[bool, bool]] = {}
-    start, end = _by_site(before, kinds), _by_site(after, kinds)
-    grown = []
+    start, end = by_site(before, kinds), by_site(after, kinds)
+    grown: list[Site] = []
     for site, (size, count, via, _) in end.items():
         old_size, old_count = start[site][:2] if site in start else (0, 0)
         if size > old_size:
@@ -127,15 +118,15 @@ def growing_sites(
     return grown[:TOP], net
 
 
-def callers(wanted: set[tuple[str, int]],
-            start: int) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
+def callers(wanted: set[tuple[str, int]], start: int, seconds: float
+            ) -> Generator[int, None, tuple[dict[tuple[str, int], Any], int]]:
     """For each library line in ``wanted``, the user's line beneath it, read from the deep
     tracebacks of the allocations made at those lines while the workload runs again, until
-    each has allocated (or CALLER_SECONDS pass)."""
-    deadline = time.perf_counter() + CALLER_SECONDS
+    each has allocated (at most MOST_CALLS calls, or ``seconds``)."""
+    deadline = time.perf_counter() + seconds
     found: dict[tuple[str, int], Any] = {}
     done = 0
-    while done < CALLER_ITERATIONS and len(found) < len(wanted):
+    while done < MOST_CALLS and len(found) < len(wanted):
         yield start + done
         done += 1
         # Few traces since tracing restarted: a snapshot costs about a millisecond.

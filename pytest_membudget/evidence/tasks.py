@@ -17,10 +17,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: Frames recorded per coroutine created during the rerun: enough to get past a library's
-#: own frames (a task group's start_soon) down to the user's line.
-ORIGIN_DEPTH = 16
-TOP = 10
+from pytest_membudget.evidence.records import TaskGroup
+from pytest_membudget.evidence.steps import STACK_FRAMES, TOP
 
 #: (filename, line, function), innermost first.
 Frame = tuple[str, int, str]
@@ -50,26 +48,28 @@ class TaskWatch:
     def track(self) -> None:
         """Record where coroutines are created from now on (until :meth:`stop`)."""
         self.depth = sys.get_coroutine_origin_tracking_depth()
-        sys.set_coroutine_origin_tracking_depth(max(self.depth, ORIGIN_DEPTH))
+        sys.set_coroutine_origin_tracking_depth(max(self.depth, STACK_FRAMES))
 
     def stop(self) -> None:
         if self.depth is not None:
             sys.set_coroutine_origin_tracking_depth(self.depth)
             self.depth = None
 
-    def new_tasks(self, iterations: int) -> list[dict[str, Any]]:
+    def new_tasks(self, iterations: int) -> list[TaskGroup]:
         """Tasks started since the watch began and still pending, grouped by what they run
         and where they were created; the most numerous first."""
         groups: Counter[tuple[Any, ...]] = Counter(
             self.describe(task) for task in pending_tasks() if task not in self.before)
         found = []
         for (coroutine, defined, waiting, created), count in groups.most_common(TOP):
-            entry: dict[str, Any] = {"coroutine": coroutine, "count": count,
-                                     "per_iter": round(count / max(iterations, 1), 2)}
-            for key, frame in (("defined", defined), ("waiting", waiting),
-                               ("created", created)):
-                if frame is not None:
-                    entry[f"{key}_file"], entry[f"{key}_line"] = frame[0], frame[1]
+            entry: TaskGroup = {"coroutine": coroutine, "count": count,
+                                "per_iter": round(count / max(iterations, 1), 2)}
+            if defined is not None:
+                entry["defined_file"], entry["defined_line"] = defined[0], defined[1]
+            if waiting is not None:
+                entry["waiting_file"], entry["waiting_line"] = waiting[0], waiting[1]
+            if created is not None:
+                entry["created_file"], entry["created_line"] = created[0], created[1]
             if created is not None:
                 entry["created_function"] = created[2]
                 entry["created_code"] = linecache.getline(created[0], created[1]).strip()

@@ -10,6 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge import fill
 from pytest_membudget.judge.spec import RunSettings
 from pytest_membudget.vocabulary import StopReason
 
@@ -19,24 +20,20 @@ if TYPE_CHECKING:  # numpy stays out of the settings, which read the constants b
 #: No auto verdict, pass or fail, stands on fewer measured iterations than this (unless
 #: max_iterations is lower). Growth is called a leak only once it has lasted past half of
 #: them, so a cache or buffer that fills within about 300 iterations after warm-up and then
-#: stops is not one (the detection benchmark's clean_ring_fill300); and a loop is called
-#: clean only once it has stayed flat that long, so a leak that sets in within about 400
-#: iterations is not passed unseen (leak_late_after400).
+#: stops is not one; and a loop is called clean only once it has stayed flat that long, so a
+#: leak that sets in within about 400 iterations is not passed unseen.
 MIN_VERDICT_ITERATIONS = 640
 #: Seconds of measured work after which an auto verdict may stand on fewer than
 #: MIN_VERDICT_ITERATIONS calls (but never on fewer than FEWEST_CALLS): a heavy step (a
-#: training step, a rollout: 10-100 ms) reaches its verdict in seconds, and what it forgives
-#: is counted in time, not calls. A cache that fills for about half of this (3 s of calls)
-#: after warm-up still passes; one that fills longer needs a warm-up of its length
-#: (docs/verdict.md, "Heavy steps"). Steps under about 9 ms reach 640 calls first: for them
-#: nothing changes.
+#: training step, a rollout) reaches its verdict in seconds, and what it forgives is counted
+#: in time, not calls: a cache that fills for about half of this after warm-up still passes.
 SHORTEST_SECONDS = 6.0
 #: Fewest measured calls of any auto verdict: the judged tail (the second half) needs eight
 #: blocks of at least one sample each, and room for one noisy block.
 FEWEST_CALLS = 24
 #: Seconds of measured work after which a clean verdict stands (Reading.CLEAN: every budget
 #: passes and the exact counters beside RSS are flat beyond doubt): a clean heavy step is
-#: passed as soon as that is settled. A step under about 4.7 ms reaches 640 calls first.
+#: passed as soon as that is known. A step under about 4.7 ms reaches 640 calls first.
 CLEAN_SECONDS = 3.0
 #: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
 #: passes clearly when even its upper bound would not add up to one resolution step over the
@@ -49,21 +46,6 @@ CHECKPOINT_GROWTH = 1.5
 #: An auto run that fails at N iterations goes on to this many times N and must fail again
 #: there: the tail judged then (the second half) does not overlap the first one.
 CONFIRM_GROWTH = 2
-#: Probes whose growth may slow down and stop on its own over thousands of calls: glibc's
-#: bytes in use rise while a library's free lists or size-class caches fill under arrays of
-#: random sizes (numpy's small-block cache), each new size less likely than the last. A
-#: native leak of a fixed size per call keeps its slope; such a fill loses most of it.
-FILLING_PROBES = frozenset({"malloc"})
-#: A failure of FILLING_PROBES alone whose slope at its confirmation is under this fraction of
-#: the slope it first failed with is a fill slowing down, not yet a leak: the run goes on,
-#: and a failure at a later checkpoint is confirmed afresh. Measured: gymnasium's round-trip
-#: of a Graph space (random-size arrays) fell to 0.34, 0.15 and 0.73 of its first slope
-#: between 64 and 128 calls; a native leak of a fixed size keeps 1.00 of it, one of random
-#: sizes (1-4096 B a call) 0.86-1.10 (20 runs, tails of 72 calls and more) and 0.81-1.33 on
-#: the sweep's tails of 32 calls. A leak misread as a fill costs a later confirmation.
-FILL_SLOWDOWN = 0.75
-
-
 class Reading(Enum):
     """What the verdict at a checkpoint says, as far as the length of the run goes."""
 
@@ -117,10 +99,10 @@ class RunPolicy:
     #: confirmation: a short run whose checkpoints must each see a full tail).
     every_call: bool = False
     #: A fixed run (the sweep's screen) may stop after any of these counts of measured calls,
-    #: when its samples have settled there (nothing left that more calls could flag): the
-    #: loop asks the measurement at those samples only (``Measurement.settled``; see
+    #: when its samples are quiet there (nothing left that more calls could flag): the
+    #: loop asks the measurement at those samples only (``Measurement.quiet``; see
     #: measure/loop.py).
-    settle_at: tuple[int, ...] = ()
+    read_at: tuple[int, ...] = ()
     #: Seconds of measured work after which a verdict may stand on fewer than ``shortest``
     #: calls (never on fewer than FEWEST_CALLS): the heavy-step rule, SHORTEST_SECONDS for a
     #: marked run, shorter for the sweep's confirmation of exact growth.
@@ -178,7 +160,7 @@ class RunPolicy:
 
     def settles(self, measured: int, elapsed: float, clean: bool) -> bool:
         """Whether a probe that passes (clean on its own or not) would stand here alone:
-        an auto run's budgets settle one by one (judge.verdict.keep_settled)."""
+        an auto run's budgets settle one by one (judge.decide)."""
         if not self.auto:
             return False
         return self.stands_clean(measured, elapsed) if clean else self.stands(measured,
@@ -216,11 +198,12 @@ class RunPolicy:
             if confirm_at is None:
                 confirm_at = self._capped(CONFIRM_GROWTH * measured)
                 return Checkpoint(confirm_at, confirm_at, failed=failing, failed_at=measured)
-            if slowing_fill(checkpoint.failed, failing):
-                # Lost a quarter of its slope or more since it first failed: a fill slowing
-                # down. Judged again as the window grows; a failure then is confirmed afresh.
+            if fill.slowing(dict(checkpoint.failed), dict(failing)):
+                # Lost more of its slope than a leak does since it first failed: a fill
+                # slowing down. Judged again as the window grows; a failure then is
+                # confirmed afresh.
                 return Checkpoint(self._capped(math.ceil(measured * CHECKPOINT_GROWTH)))
-            if (filling_alone(checkpoint.failed) and filling_alone(failing)
+            if (fill.filling(dict(checkpoint.failed)) and fill.filling(dict(failing))
                     and measured < CONFIRM_GROWTH ** 2 * checkpoint.failed_at):
                 # A fill can keep its pace over one doubling and lose it over the next: glibc's
                 # bytes in use alone are seen again at twice the length before they stand.
@@ -255,29 +238,13 @@ class RunPolicy:
         return max(FEWEST_CALLS, min(most, math.floor(max_seconds * measured / elapsed)))
 
 
-def slowing_fill(first: tuple[tuple[str, float], ...],
-                 now: tuple[tuple[str, float], ...]) -> bool:
-    """Whether a failure seen again is a fill slowing down: FILLING_PROBES alone failed both
-    times, and each has lost more than FILL_SLOWDOWN of the slope it first failed with."""
-    before = dict(first)
-    return filling_alone(first) and filling_alone(now) and all(
-        name in before and slope < FILL_SLOWDOWN * before[name] for name, slope in now)
-
-
-def filling_alone(failing: tuple[tuple[str, float], ...]) -> bool:
-    """Whether only FILLING_PROBES fail."""
-    return bool(failing) and all(name in FILLING_PROBES for name, _ in failing)
-
-
 def growth_slopes(verdict: Verdict) -> tuple[tuple[str, float], ...]:
     """The slopes of growth at a failing checkpoint: of the probes failing in ``verdict``,
     by name, and, beside a failure, of the probes of Python objects (the catalog's
     ``blind_to_native``) that grow though they passed (their lower bound above zero: a
-    block a call is under ``py_blocks``' resolution over a heavy step's short run). Growth
-    of ``malloc`` with a Python object a call is not glibc's bytes filling alone
-    (FILLING_PROBES): a 50 ms step that kept a 4 KiB numpy array a call failed on
-    ``malloc`` alone, and its confirmation at four times the length did not fit in the
-    sweep's time for it."""
+    block a call is under ``py_blocks``' resolution over a heavy step's short run): growth
+    of glibc's bytes in use with a Python object a call beside it is no fill alone
+    (judge/fill.py)."""
     if not verdict.failed:
         return ()
     return tuple((p.probe, p.trend.slope) for p in verdict.probes.values()

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_membudget.catalog import PROBES
+from pytest_membudget.catalog import PHASE_PROBE, PROBES
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.tolerance import Tolerance, Tolerances, figure_key
 from pytest_membudget.vocabulary import BudgetKind, Change
@@ -43,8 +43,6 @@ from pytest_membudget.vocabulary import BudgetKind, Change
 REGRESSED, WORSE, BETTER, SAME, UNJUDGED = (
     Change.REGRESSED, Change.WORSE, Change.BETTER, Change.SAME, Change.UNJUDGED)
 SLOPE, RISE, PEAK = BudgetKind.SLOPE, BudgetKind.RISE, BudgetKind.PEAK
-#: The probe whose rise every phase reports (measure.phases.PHASE_PROBE).
-PHASE_PROBE = "rss"
 
 
 def classify(base_ci: Any, new_ci: Any, tolerance: Tolerance,

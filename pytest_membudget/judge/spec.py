@@ -63,13 +63,8 @@ class Ceiling:
         if self.multiple is None:
             return math.inf
         room = [b.limit if b.kind is BudgetKind.RISE else b.limit - rss_start
-                for b in budgets if b.probe in CEILING_PROBES and b.kind.footprint]
+                for b in budgets if PROBES[b.probe].resident and b.kind.footprint]
         return self.multiple * max(room) if room and max(room) > 0 else math.inf
-
-
-#: The budgets whose sizes set a ceiling: RSS is what the watch reads, and the kernel kills
-#: by it; a process's USS is within it.
-CEILING_PROBES = ("rss", "uss")
 
 
 @dataclass(frozen=True)

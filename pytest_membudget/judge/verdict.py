@@ -38,6 +38,9 @@ class ProbeJudgement:
     trend: Trend
     peak: float
     outcomes: tuple[Outcome, ...]
+    #: The measured calls at the checkpoint where this judgement stood while the run went on
+    #: for other budgets (judge.decide); None for a judgement of the window as it is.
+    settled_at: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -53,6 +56,9 @@ class Verdict:
     clean: bool = False
     #: The coarse probes whose exact witnesses are flat beyond doubt (see hold_back).
     vouched: frozenset[str] = frozenset()
+    #: The probes whose failing slopes the evidence found held by bounded caches still
+    #: filling: turned ambiguous (judge.explain.held_by_caches).
+    held: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -143,7 +149,7 @@ def judge(
             starts.get(probe, math.nan))
         for probe, y in series.items()
     }
-    return Verdict(judged, clean=_clean(judged, vouched=set()))
+    return Verdict(judged, clean=all_clean(judged, vouched=set()))
 
 
 def stopped(verdict: Verdict) -> Verdict:
@@ -155,136 +161,13 @@ def stopped(verdict: Verdict) -> Verdict:
         for o in p.outcomes)) for name, p in verdict.probes.items()})
 
 
-def _clean(judged: dict[str, ProbeJudgement], vouched: set[str]) -> bool:
+def all_clean(judged: dict[str, ProbeJudgement], vouched: set[str]) -> bool:
     """Every budget passes, and every coarse probe with a slope budget is ``vouched`` for."""
     return all(
         o.status is PASS for p in judged.values() for o in p.outcomes
     ) and all(
         name in vouched for name, p in judged.items()
-        if PROBES[name].floor > 0 and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes))
-
-
-def witnesses(spec: BudgetSpec) -> dict[str, tuple[str, ...]]:
-    """Coarse probe -> its exact witnesses (catalog ``witnesses``), for the slope budgets of
-    an auto run. A fixed run reports what it measured; an auto run decides when to stop, and
-    a coarse probe must not stop it with a pass that an exact count contradicts."""
-    if spec.run.iterations is not None:
-        return {}
-    return {b.probe: PROBES[b.probe].witnesses for b in spec.budgets
-            if b.kind is BudgetKind.SLOPE and PROBES[b.probe].witnesses}
-
-
-def witness_grows(t: Trend, witness: str, limit: float, longest_tail: float) -> bool:
-    """Whether a witness's trend fails the slope rule at a budget of ``limit`` bytes per
-    iteration, in its own units and with its own resolution (catalog)."""
-    info = PROBES[witness]
-    return judge_slope(t, limit / info.least_bytes, info.witness_resolution,
-                       longest_tail) is FAIL
-
-
-def witness_flat(t: Trend, witness: str, longest_tail: float) -> bool:
-    """Whether a witness is flat beyond doubt: its slope passes a budget of zero with its
-    own resolution over the longest run (the upper bound within it)."""
-    return judge_slope(t, 0.0, PROBES[witness].witness_resolution, longest_tail) is PASS
-
-
-def hold_back(verdict: Verdict, x: FloatArray, series: dict[str, FloatArray],
-              witnessed: dict[str, tuple[str, ...]], confidence: float,
-              longest_tail: float) -> Verdict:
-    """A coarse probe's passing slope budget turns ambiguous while one of its witnesses grows
-    clearly (a failure of the witness's slope rule at the budget's rate, with the witness's
-    own resolution). RSS moves in pages and the allocators keep free slots in reserve, so a
-    window can read flat while Python's blocks grow by one per iteration (a float kept per
-    call fills pymalloc's reserve first), or while glibc's bytes in use grow by 80 per call
-    (served from the free chunks of a fragmented heap). The run then goes on until RSS shows
-    it, the witness stops, or time is up: a witness still growing at the cap leaves the
-    budget inconclusive, never a clear pass."""
-    held = dict(verdict.probes)
-    vouched = set()
-    for coarse, names in witnessed.items():
-        judgement = held.get(coarse)
-        present = [w for w in names if w in series]
-        if judgement is None or not present:
-            continue
-        trends = {w: trend(x, series[w], confidence) for w in present}
-        flat = len(present) == len(names) and all(
-            witness_flat(t, w, longest_tail) for w, t in trends.items())
-        outcomes = tuple(
-            _witnessed(o, judgement.trend, trends, flat, coarse, x, series, longest_tail)
-            for o in judgement.outcomes)
-        held[coarse] = ProbeJudgement(coarse, judgement.trend, judgement.peak, outcomes)
-        if flat:
-            vouched.add(coarse)
-    return Verdict(held, clean=_clean(held, vouched), vouched=frozenset(vouched))
-
-
-#: Probe -> its judgement at the checkpoint where it settled, whether it was clean there, and
-#: the measured iterations there.
-Settled = dict[str, tuple[ProbeJudgement, bool, int]]
-
-
-def settling(verdict: Verdict) -> dict[str, bool]:
-    """The probes with a slope budget whose every budget passes in ``verdict``, each with
-    whether it is clean on its own (a coarse probe vouched for by its witnesses): the
-    probes that may settle here if the run's policy would let them stand alone."""
-    return {
-        name: _clean({name: p}, set(verdict.vouched))
-        for name, p in verdict.probes.items()
-        if p.outcomes and all(o.status is PASS for o in p.outcomes)
-        and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes)
-    }
-
-
-def keep_settled(verdict: Verdict, settled: Settled) -> Verdict:
-    """A probe whose budgets all passed at a checkpoint where it would have stood alone keeps
-    that judgement while the run goes on for other budgets, unless one of its budgets fails
-    now: a late page must not reopen an RSS pass that a run without the other budgets would
-    have stopped on (a torch step with ``rss=0, iter_time=0`` ended with ``rss``
-    inconclusive at its cap while ``iter_time`` took its time; with ``rss=0`` alone it
-    passes clearly in about 3 s). A failure still counts."""
-    if not settled:
-        return verdict
-    merged = dict(verdict.probes)
-    vouched = set(verdict.vouched)
-    for name, (judgement, clean, _) in settled.items():
-        now = merged.get(name)
-        if now is None or now.failed:
-            continue
-        merged[name] = judgement
-        if clean:
-            vouched.add(name)
-    return Verdict(merged, clean=_clean(merged, vouched), vouched=frozenset(vouched))
-
-
-def _witnessed(o: Outcome, t: Trend, trends: dict[str, Trend], flat: bool, coarse: str,
-               x: FloatArray, series: dict[str, FloatArray], longest_tail: float) -> Outcome:
-    """One outcome of a coarse probe as its witnesses see it: a slope pass held back while a
-    witness grows clearly; a slope left open only for want of a long enough tail (the
-    probe's floor) passed when every witness is flat beyond doubt."""
-    if o.budget.kind is not BudgetKind.SLOPE:
-        return o
-    if o.status is PASS and any(witness_grows(wt, w, o.budget.limit, longest_tail)
-                                for w, wt in trends.items()):
-        return Outcome(o.budget, AMBIGUOUS, o.measured)
-    if o.status is AMBIGUOUS and flat and judge_slope(
-            t, o.budget.limit, resolution(coarse, series[coarse]), longest_tail) is PASS:
-        return Outcome(o.budget, PASS, o.measured)
-    return o
-
-
-def unsettle(verdict: Verdict, probes: set[str]) -> Verdict:
-    """The failing slope budgets of ``probes`` turned ambiguous: growth that the evidence
-    found held by a bounded cache still filling, which stops when the cache is full (a
-    finished run reports them inconclusive, with the cache)."""
-    changed = dict(verdict.probes)
-    for name in probes & changed.keys():
-        judgement = changed[name]
-        outcomes = tuple(
-            Outcome(o.budget, AMBIGUOUS, o.measured)
-            if o.status is FAIL and o.budget.kind is BudgetKind.SLOPE else o
-            for o in judgement.outcomes)
-        changed[name] = ProbeJudgement(name, judgement.trend, judgement.peak, outcomes)
-    return Verdict(changed)
+        if PROBES[name].coarse and any(o.budget.kind is BudgetKind.SLOPE for o in p.outcomes))
 
 
 def native_watch(spec: BudgetSpec) -> str:

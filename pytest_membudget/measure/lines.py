@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_membudget.evidence.frames import is_own, source_line
+from pytest_membudget.frames import is_own, source_line
 from pytest_membudget.measure.stacks import Where
 
 #: A rise read while the measured thread is in this plugin's code, between calls, is the

@@ -2,8 +2,14 @@
 
 The loop is a generator that yields once per iteration; the caller runs the workload between
 yields. The fixture's ``run`` and ``iterate`` and the repeated test body all drive the same
-generator, so they measure the same way. How long it runs is judge/policy.py's decision; when
-and how it samples is the probe set's and the stride's; this module puts them in order.
+generator, so they measure the same way. How long it runs and every verdict are judge/'s
+decisions (judge.decide); when and how it samples is the probe set's and the stride's; this
+module puts them in order and hands the judge the window's facts.
+
+Where the CPU-time probe is sampled, the loop laps its clock at the end of every call
+(through the clock that reads the call's end, so that the loop has no more to do where it is
+not budgeted) and again when the workload resumes after a sample or a judgement, whose own
+CPU time is not the workload's.
 """
 
 from __future__ import annotations
@@ -13,25 +19,19 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
-import numpy as np
-
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.paths import paths_from
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
-from pytest_membudget.evidence.share import COARSE, explain
+from pytest_membudget.evidence.share import explain
+from pytest_membudget.judge.decide import Found, Record, decide, prime
 from pytest_membudget.judge.fit import trend
-from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy, growth_slopes, reading_of
+from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import (
-    Verdict,
-    judge,
-    native_watch,
-    settling,
-    stopped,
-    unsettle,
-    witnesses,
-)
-from pytest_membudget.measure import footprint
+from pytest_membudget.judge.verdict import Verdict, native_watch
+from pytest_membudget.judge.witness import witnesses
+from pytest_membudget.measure import footprint, own
 from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.results import FootprintRunaway
@@ -81,8 +81,6 @@ def open_measurement(spec: BudgetSpec, names: tuple[str, ...] | list[str],
                 probes[witness] = probe
                 hidden.add(witness)
     m = storage(spec, probes, capacity_for(spec))
-    m.witnesses = {coarse: tuple(w for w in names if w in probes)
-                   for coarse, names in wanted.items() if coarse in probes}
     m.hidden = frozenset(hidden)
     m.watch = watch if watch in probes else ""
     return m
@@ -101,7 +99,7 @@ def measure(
     probe_set = ProbeSet(probes)
     collection = GarbageCollection(spec.run.gc)
     sample = probe_set.sampler(m, collection.collect)
-    rebase = probe_set.rebaser(m, collection.collect)
+    rebase = own.Rebaser(probe_set, m, collection.collect)
     # Before the probes start, so that not even a peak (tracemalloc's, the kernel's) sees it.
     _prime_judgement(spec)
     m.started = time.perf_counter()
@@ -129,27 +127,14 @@ def measure(
             # The watch stopped the workload inside a call (the caller has let go of the
             # call's frames): no verdict on a call that did not return, and no rerun of it.
             m.stopped = StopReason.CEILING
-            m.source_peaks.update(probe_set.peaks())
-            if peak_watch is not None:
-                m.watched, peak_watch = peak_watch.stop(), None
-            m.verdict = stopped(m.judge())
-            m.peak_evidence = footprint.stopped_evidence(m)
-            return m
         m.source_peaks.update(probe_set.peaks())
         if peak_watch is not None:
             m.watched, peak_watch = peak_watch.stop(), None
-        m.verdict = m.judge()
-        if m.verdict.failed and spec.run.evidence:
-            # What the window made and still holds, while the freeze tells it from the rest.
-            young = footprint.young(m) if collection.frozen else None
-            collection.release()  # evidence must see every object, the old ones too
-            types = footprint.kept_types(m, m.start_types, young)
-            m.evidence = yield from _evidence(m, probe_set, iteration)
-            m.verdict = _cache_held(m.verdict, m.evidence)
-            m.peak_evidence = yield from footprint.peak_evidence(
-                m, iteration + m.evidence.get("iterations", 0), probe_set, types)
-            if types is not None and m.peak_evidence:
-                m.peak_evidence["types"] = types
+        m.verdict = _last_verdict(m, policy)
+        if m.stopped is StopReason.CEILING:
+            m.peak_evidence = footprint.stopped_evidence(m)
+        elif m.verdict.failed and spec.run.evidence:
+            yield from _after_failure(m, policy, probe_set, collection, iteration)
     finally:
         if peak_watch is not None:
             m.watched = peak_watch.stop()
@@ -159,7 +144,26 @@ def measure(
     return m
 
 
-def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: Callable[[], None],
+def _after_failure(m: Measurement, policy: RunPolicy, probe_set: ProbeSet,
+                   collection: GarbageCollection, iteration: int) -> Generator[int, None, None]:
+    """The evidence of a failing window: what grew (the traced rerun), what the evidence
+    found decided on by the judge, then the evidence at the peak."""
+    # What the window made and still holds, while the freeze tells it from the rest.
+    young = footprint.young(m) if collection.frozen else None
+    collection.release()  # evidence must see every object, the old ones too
+    types = footprint.kept_types(m, m.start_types, young)
+    m.evidence = yield from _evidence(m, probe_set, iteration)
+    if m.evidence.get("bounded"):
+        m.verdict = _last_verdict(m, policy, _found(m.evidence))
+        if m.verdict.held:
+            m.evidence["held"] = list(m.verdict.held)
+    m.peak_evidence = yield from footprint.peak_evidence(
+        m, iteration + m.evidence.get("iterations", 0), probe_set, types)
+    if types is not None and m.peak_evidence:
+        m.peak_evidence["types"] = types
+
+
+def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: own.Rebaser,
               policy: RunPolicy, collection: GarbageCollection,
               peak_watch: PeakWatch | None) -> Generator[int, None, int]:
     """The warm-up, then the measured window; the iteration after the window's last."""
@@ -216,38 +220,32 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
     return len(times), m.stride
 
 
-def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: Stride,
+def _window(m: Measurement, sample: Sample, rebase: own.Rebaser, stride: Stride,
             policy: RunPolicy, iteration: int,
             cpu: IterCpuTimeProbe | None) -> Generator[int, None, int]:
     """The measured window: sample on the stride, judge at each checkpoint, stop when the
-    policy says so. ``cpu``: the CPU-time probe, where it is sampled: it laps its clock at the
-    end of every iteration (through the clock that reads the iteration's end, so that the
-    loop has no more to do where it is not budgeted) and again when the workload resumes
-    after a sample or a judgement, whose own CPU time is not the workload's."""
+    policy says so. ``cpu``: the CPU-time probe, where it is sampled (see the module)."""
     clock = time.perf_counter
     end_clock = clock if cpu is None else cpu.end_iteration
     deadline = m.started + m.spec.run.max_seconds
-    checkpoint = policy.first()
-    auto = policy.auto
-    m.window_row = m.rows
-    m.phase = Phase.WINDOW
+    m.record = Record.first(policy)
+    checkpoint, auto = m.record.checkpoint, policy.auto
+    m.window_row, m.phase = m.rows, Phase.WINDOW
     # Every float alive at a later sample is alive at the first one too (the loop's times,
-    # the stride's sums, the argument), so that the first iterations do not read as growth
-    # of the interpreter's blocks (py_blocks rose 5, then 1 block, on an empty body).
+    # the stride's sums, the argument, the window's clock), so that the first iterations do
+    # not read as growth of the interpreter's blocks.
     zero = clock() * 0.0
     begin, end, body = clock(), clock(), zero + 0.0
     stride.body_total, stride.costs = zero + 0.0, zero + 0.0
-    # The window's clock, set before the first sample for the same reason.
     m.window_began, m.window_seconds = clock(), zero + 0.0
     due_time = m.window_began + checkpoint.by
-    settle = policy.settle_at
+    reads = policy.read_at
     cost_start = clock()
     sample(iteration, stride.iteration_cost + 0.0)
     stride.calibrate(clock() - cost_start)
     if cpu is not None:
         cpu.resume()
-    # The iterations since the last sample and their time: locals, the cheapest bookkeeping
-    # between samples; the stride takes them over at each sample.
+    # The calls since the last sample and their time: locals, the cheapest bookkeeping.
     since = 0
     every, at = stride.every, checkpoint.at
     while True:
@@ -266,9 +264,8 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
             sample(iteration, body / since)
             stride.sampled(clock() - end, body)
             since, body = 0, 0.0
-            # A screen reads its samples at its settle points, and stops if they have
-            # settled (the delta across a reading is not judged: see sweep/driver.py).
-            if settle and m.measured in settle and m.settled():
+            # A screen stops at a reading point where its samples have gone quiet.
+            if reads and m.measured in reads and m.quiet():
                 m.stopped = StopReason.CLEAR
                 return iteration
             if cpu is not None:
@@ -276,29 +273,34 @@ def _window(m: Measurement, sample: Sample, rebase: Callable[[], None], stride: 
         if not due and not out_of_time:
             continue
         m.window_seconds = end - m.window_began
-        verdict = m.judge()
-        if auto:
-            for name, clean in settling(verdict).items():
-                if name not in m.standing and policy.settles(m.measured, m.window_seconds,
-                                                             clean):
-                    m.standing[name] = (verdict.probes[name], clean, m.measured)
-        step = policy.after(checkpoint, m.measured, out_of_time, reading_of(verdict),
-                            m.window_seconds, growth_slopes(verdict))
+        step = _checkpoint(m, policy, stride, out_of_time)
         if isinstance(step, StopReason):
-            m.stopped = step
             return iteration
-        checkpoint, at, due_time = step, step.at, m.window_began + step.by
-        every = stride.rethink(m.measured)
-        # Samples until the next checkpoint: one per stride, one there, one if time runs out.
-        while not m.fits(-(-(at - m.measured) // every) + 2) and m.thin():
-            every = stride.thinned()
-        rebase()
+        at, due_time, every = step
+        rebase()  # after unpacking: what stays alive until the next sample is alive now
         if cpu is not None:
             cpu.resume()
 
 
+def _checkpoint(m: Measurement, policy: RunPolicy, stride: Stride,
+                out_of_time: bool) -> StopReason | tuple[int, float, int]:
+    """The judgement at a checkpoint (judge.decide): why the run stops, or the next
+    checkpoint's calls and time and the stride until it, with the storage thinned to hold
+    its samples (one per stride, one there, one if time runs out)."""
+    assert m.record is not None
+    decision = decide(m.spec, policy, m.facts(out_of_time), m.record)
+    m.record, step = decision.record, decision.step
+    if isinstance(step, StopReason):
+        m.stopped = step
+        return step
+    every = stride.rethink(m.measured)
+    while not m.fits(-(-(step.at - m.measured) // every) + 2) and m.thin():
+        every = stride.thinned()
+    return step.at, m.window_began + step.by, every
+
+
 def _evidence(m: Measurement, probe_set: ProbeSet,
-              iteration: int) -> Generator[int, None, dict[str, Any]]:
+              iteration: int) -> Generator[int, None, GrowthEvidence]:
     """After a failing window: what the failing probes' sources tell, and a few more
     iterations traced to show what grew."""
     assert m.verdict is not None
@@ -310,6 +312,7 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     if all(PROBES[name].kind is ProbeKind.SECONDS for name in failing):
         return {}
     evidence = probe_set.evidence(failing)
+    paths_from(evidence)
     m.phase = Phase.EVIDENCE
     slopes = {name: m.verdict.probes[name].trend.slope for name in failing}
     count = evidence_iterations(m.measured, slopes)
@@ -320,46 +323,38 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     return evidence
 
 
-def _cache_held(verdict: Verdict, evidence: dict[str, Any]) -> Verdict:
-    """A failure whose growth the evidence found held by bounded caches still filling (every
-    retaining path runs through one) turns inconclusive: the growth stops when they are full.
-    The coarse probes stay failed when the traced growth does not explain their slope (native
-    growth beside the cache). ``evidence["held"]`` names the probes."""
-    if not evidence.get("bounded"):
-        return verdict
+def _last_verdict(m: Measurement, policy: RunPolicy, found: Found | None = None) -> Verdict:
+    """The verdict on the window where the run ended (at the ceiling: no budget judged on
+    the call it stopped), with what the evidence found."""
+    record = m.record or Record.first(policy)
+    return decide(m.spec, policy, m.facts(end=m.stopped, found=found), record).verdict
+
+
+def _found(evidence: GrowthEvidence) -> Found:
+    """What the evidence found that bears on the verdict: bounded caches still filling that
+    hold the growth, and whether the traced Python allocations explain the failing coarse
+    slope (evidence/share.py)."""
     explained = evidence.get("explained")
-    held = {name for name, p in verdict.probes.items()
-            if p.failed and PROBES[name].traced_evidence
-            and not (name in COARSE and explained and explained.get("rest") != "python")}
-    if not held:
-        return verdict
-    evidence["held"] = sorted(held)
-    return unsettle(verdict, held)
+    return Found(bool(evidence.get("bounded")),
+                 explained.get("rest") == "python" if explained else None)
 
 
 def _native_slope(m: Measurement) -> float | None:
-    """The malloc probe's slope over the window, where it was sampled (budgeted, or as a
-    witness): native memory held in use."""
-    if "malloc" not in m.probes:
+    """The slope over the window of the probe that counts native memory in use (catalog
+    ``native_in_use``), where it was sampled (budgeted, or as a witness)."""
+    name = next((name for name in m.probes
+                 if name in PROBES and PROBES[name].native_in_use), None)
+    if name is None:
         return None
-    judged = m.verdict.probes.get("malloc") if m.verdict is not None else None
+    judged = m.verdict.probes.get(name) if m.verdict is not None else None
     if judged is not None:
         return judged.trend.slope
     x, series = m.window()
-    return trend(x, series["malloc"], m.spec.run.confidence).slope if len(x) > 1 else None
-
-
-_primed = False
+    return trend(x, series[name], m.spec.run.confidence).slope if len(x) > 1 else None
 
 
 def _prime_judgement(spec: BudgetSpec) -> None:
-    """Judge a synthetic window once per process before a real one opens. The first judgement
-    in a process runs lazy imports (``np.median`` imports ``numpy.ma``: about a thousand
-    objects and 1 MiB); inside a window they read as growth of the first budgeted test of
-    each process, which under pytest-xdist is a different test on each worker."""
-    global _primed
-    if _primed or not spec.probes:
-        return
-    x = np.arange(1.0, 33.0)
-    judge(spec, x, {name: x.copy() for name in spec.probes}, {}, longest_tail=16.0)
-    _primed = True
+    """Decide on a synthetic window once per process before a real one opens (measure/own.py):
+    the first decision runs lazy imports (about a thousand objects and 1 MiB)."""
+    if spec.probes:
+        own.prime_once("judgement", lambda: prime(spec))

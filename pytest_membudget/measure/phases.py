@@ -12,6 +12,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_membudget.catalog import PHASE_PROBE
 from pytest_membudget.evidence.composition import composition
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.spec import BudgetSpec, build_spec
@@ -21,8 +22,6 @@ from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 if TYPE_CHECKING:  # numpy stays out of the plugin's import
     from pytest_membudget.measure.samples import Measurement
 
-#: The probe every phase reads, budgeted or not: the table's figures are RSS.
-PHASE_PROBE = "rss"
 #: Lines of the rise by line kept per phase.
 PHASE_LINES = 3
 #: Points of a phase's timeline kept (for the plot).

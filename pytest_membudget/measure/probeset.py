@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import Any, cast
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.timing import IterCpuTimeProbe
@@ -37,7 +36,8 @@ class ProbeSet:
         cpu = probes.get("iter_cpu_time")
         #: The CPU-time probe the loop laps around the workload, where it is sampled.
         self.cpu_time = cpu if isinstance(cpu, IterCpuTimeProbe) else None
-        # The probes the plugin's own judgement between samples moves (see rebaser).
+        #: The probes the plugin's own work between samples moves (catalog ``own_memory``;
+        #: measure/own.py takes it out of their series).
         moved = {column for column, name in enumerate(probes)
                  if name in PROBES and PROBES[name].own_memory}
         self.moved = [(column, read) for column, read in self.readers if column in moved]
@@ -67,9 +67,9 @@ class ProbeSet:
                 found[name] = peak
         return found
 
-    def evidence(self, failing: set[str]) -> dict[str, Any]:
+    def evidence(self, failing: set[str]) -> GrowthEvidence:
         """What the failing probes' own sources tell (the CUDA allocator's history, the process
-        tree's tables)."""
+        tree's tables), under the keys of the growth evidence they fill."""
         gathered: dict[str, Any] = {}
         for name in sorted(failing):
             for key, value in (self.probes[name].evidence() or {}).items():
@@ -78,7 +78,7 @@ class ProbeSet:
                     gathered[key].update(value)
                 else:
                     gathered[key] = value
-        return gathered
+        return cast(GrowthEvidence, gathered)
 
     def peak_evidence(self, failing: list[str]) -> dict[str, Any]:
         """What the sources of the probes whose peak or rise failed tell of their highest
@@ -124,30 +124,3 @@ class ProbeSet:
             m.rows = row + 1
 
         return sample
-
-    def rebaser(self, m: Measurement, collect: bool) -> Callable[[], None]:
-        """The function that takes what the plugin itself left since the latest sample out of
-        the series: it re-reads the probes of this process's memory (catalog ``own_memory``;
-        after a collection, as a sample does) and shifts the samples taken so far by the
-        difference, so that the next sample continues from this reading. Called after each
-        judgement inside the window: a judgement runs no iteration of the workload, but leaves
-        blocks in the interpreter's free lists and numpy's small-buffer cache, about 12
-        blocks per checkpoint on CPython 3.11 and numpy 2.4 (``py_blocks`` read 0.3
-        blocks/call on a 12 ms step whose buffer had stopped filling; 0.05 with the rebase).
-        Growth of the process during that pause (another thread's) is taken out with it."""
-        moved, values, forget = self.moved, m.values, self.forget_peaks
-        shift = np.zeros(values.shape[1])
-
-        def rebase() -> None:
-            row = m.rows - 1
-            if not moved or row < 0:
-                return
-            if collect:
-                gc.collect()
-            # The judgement's temporaries are not the workload's peak.
-            forget()
-            for column, read in moved:
-                shift[column] = read() - values[row, column]
-            values[: m.rows] += shift
-
-        return rebase

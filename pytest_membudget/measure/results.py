@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
@@ -72,7 +73,7 @@ class ProbeResult:
     #: what the warm-up kept.
     run_start: float = math.nan
     #: The measured iterations at the checkpoint where the probe's budgets settled while the
-    #: run went on for others (judge.verdict.keep_settled): its slope and bounds are of that
+    #: run went on for others (judge.decide): its slope and bounds are of that
     #: checkpoint. None where it was judged at the run's end.
     settled_at: int | None = None
 
@@ -112,7 +113,7 @@ class MembudgetResult:
     stopped: StopReason
     seconds: float
     probes: dict[str, ProbeResult]
-    evidence_data: dict[str, Any] = field(default_factory=dict)
+    evidence_data: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     complete: bool = True
     #: The run settings in force (after marker, command line and ini were combined).
     settings: dict[str, Any] = field(default_factory=dict)
@@ -141,7 +142,7 @@ class MembudgetResult:
         what would settle it."""
         if not self.complete:
             return []
-        return [settle(o, self) for p in self.probes.values() for o in p.outcomes
+        return [remedies_for(o, self) for p in self.probes.values() for o in p.outcomes
                 if o.status is Status.AMBIGUOUS]
 
     def __getitem__(self, probe: str) -> ProbeResult:
@@ -191,7 +192,7 @@ class FootprintRunaway(BudgetExceeded):
             f"bytes, past the hard ceiling of {self.seen.get('ceiling', 0):.0f}"), result)
 
 
-def settle(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
+def remedies_for(outcome: BudgetOutcome, result: MembudgetResult) -> Unsettled:
     """What would settle an ambiguous budget: more iterations for a fixed count, a higher cap
     or more time for an auto run (whichever stopped it), and an exact probe beside a coarse
     one."""
@@ -226,7 +227,12 @@ def build_result(m: Measurement) -> MembudgetResult:
     """The public result of a measurement, finished or cut short by an error."""
     verdict = m.verdict
     if verdict is None and m.rows > 0:
-        verdict = m.judge()
+        from pytest_membudget.judge.decide import Record, decide
+        from pytest_membudget.judge.policy import RunPolicy
+
+        policy = RunPolicy.for_run(m.spec.run)
+        verdict = decide(m.spec, policy, m.facts(end=m.stopped),
+                         m.record or Record.first(policy)).verdict
     stopped = m.stopped
     finished = stopped not in (StopReason.RUNNING, StopReason.CEILING)
     probes: dict[str, ProbeResult] = {}
@@ -238,9 +244,9 @@ def build_result(m: Measurement) -> MembudgetResult:
         for kind, budget in m.spec.for_probe(name).items():
             budgets[kind.value] = budget.limit
         judgement = verdict.probes.get(name) if verdict is not None else None
-        standing = m.standing.get(name)
-        settled_at = (standing[2] if standing is not None and judgement is standing[0]
-                      and standing[2] < m.measured else None)
+        settled_at = judgement.settled_at if judgement is not None else None
+        if settled_at is not None and settled_at >= m.measured:
+            settled_at = None  # settled where the run ended: judged at its end
         slope, ci, growth = math.nan, (math.nan, math.nan), math.nan
         outcomes: tuple[BudgetOutcome, ...] = ()
         if judgement is not None:
@@ -267,35 +273,18 @@ def build_result(m: Measurement) -> MembudgetResult:
     )
 
 
-#: A failing heap budget explains RSS growth up to this many times its own slope (pymalloc's
-#: arenas and pages round Python's bytes up); beyond it the rest is native.
-HEAP_EXPLAINS = 2.0
-
-
-def _explained_by_failure(m: Measurement, slope: float) -> bool:
-    """Whether the RSS growth is the growth a budget already failed on: a failing count of
-    Python objects (py_blocks, gc_objects: their bytes are unknown, so RSS growing beside
-    them says nothing of native memory), or a failing heap slope within HEAP_EXPLAINS of
-    it."""
-    if m.verdict is None:
-        return False
-    failed = {name: p.trend.slope for name, p in m.verdict.probes.items() if p.failed}
-    if "heap" in failed:
-        return slope <= HEAP_EXPLAINS * max(failed["heap"], 0.0)
-    return bool(failed)
-
-
 def native_note(m: Measurement) -> list[dict[str, Any]]:
     """A note when the budgets are all blind to native memory and the probe watched beside
     them (RSS) grew clearly over the window: the slope, its bounds, what the budgets did
     not see and the budgets that would judge it."""
     if not m.watch:
         return []
+    from pytest_membudget.judge.explain import explained_by_failure
     from pytest_membudget.judge.verdict import grows_clearly
 
     x, series = m.window()
     t = grows_clearly(m.watch, x, series[m.watch], m.spec.run.confidence)
-    if t is None or _explained_by_failure(m, t.slope):
+    if t is None or (m.verdict is not None and explained_by_failure(m.verdict, t.slope)):
         return []
     budgeted = sorted({b.probe for b in m.spec.budgets})
     return [{"kind": "native_growth", "probe": m.watch, "slope": finite_or_none(t.slope),

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.evidence.records import GrowthEvidence
+from pytest_membudget.judge.decide import Found, Record, Window
 from pytest_membudget.judge.spec import BudgetSpec
-from pytest_membudget.judge.verdict import Settled, Verdict, hold_back, judge, keep_settled
+from pytest_membudget.judge.verdict import Verdict
 from pytest_membudget.probes import Probe
 from pytest_membudget.vocabulary import Phase, StopReason
 
@@ -45,17 +46,16 @@ class Measurement:
     window_seconds: float = 0.0
     stopped: StopReason = StopReason.RUNNING
     verdict: Verdict | None = None
-    #: Probes that passed at a checkpoint where they would have stood alone, with that
-    #: judgement (judge.verdict.keep_settled): kept while the run goes on for others.
-    standing: Settled = field(default_factory=dict)
+    #: The judge's record of the run between checkpoints (judge.decide.Record); None before
+    #: the window's first checkpoint.
+    record: Record | None = None
     #: The sampling stride of the window (set when the warm-up ends).
     stride: Stride | None = None
-    evidence: dict[str, Any] = field(default_factory=dict)
+    evidence: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     #: Peaks the sources kept between samples (tracemalloc's, the kernel's VmHWM).
     source_peaks: dict[str, float] = field(default_factory=dict)
-    #: Coarse probe -> the exact probes sampled beside it (verdict.witnesses), and the probes
-    #: sampled only as witnesses: judged for hold_back, never reported.
-    witnesses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The probes sampled only beside the budgets (the exact witnesses of a coarse probe, the
+    #: probe watched for native growth): handed to the judge, never judged or reported.
     hidden: frozenset[str] = frozenset()
     #: A probe watched beside budgets blind to native memory (verdict.native_watch), for a
     #: note on its clear growth; "" for none.
@@ -114,12 +114,6 @@ class Measurement:
             return {n: math.nan for n in self.probes}
         return {n: float(self.values[row, c]) for c, n in enumerate(self.probes)}
 
-    def longest_tail(self) -> float:
-        """The judged tail of the run length the pass rule assumes."""
-        total = RunPolicy.for_run(self.spec.run).reference(
-            self.measured, self.window_seconds, self.spec.run.max_seconds)
-        return max(total - total // 2, 1)
-
     def fits(self, samples: int) -> bool:
         return self.rows + samples <= self.capacity
 
@@ -143,18 +137,15 @@ class Measurement:
         self.rows = start + kept
         return True
 
-    def settled(self) -> bool:
-        """At a run's settle point (``RunPolicy.settle_at``, the sweep's screen): whether it
-        may stop there. Runs without a settle point never ask."""
+    def quiet(self) -> bool:
+        """At a run's reading point (``RunPolicy.read_at``, the sweep's screen): whether it
+        may stop there. Runs without a reading point never ask."""
         return False
 
-    def judge(self) -> Verdict:
+    def facts(self, out_of_time: bool = False, end: StopReason | None = None,
+              found: Found | None = None) -> Window:
+        """The window's facts for the judge (judge.decide): its samples so far, what they
+        cost, and what the evidence found."""
         x, series = self.window()
-        shown = {name: y for name, y in series.items() if name not in self.hidden}
-        longest = self.longest_tail()
-        verdict = judge(self.spec, x, shown, self.peaks(), longest_tail=longest,
-                        starts=self.starts())
-        if self.witnesses:
-            verdict = hold_back(verdict, x, series, self.witnesses, self.spec.run.confidence,
-                                longest)
-        return keep_settled(verdict, self.standing)
+        return Window(x, series, self.peaks(), self.starts(), self.measured,
+                      self.window_seconds, self.hidden, out_of_time, end, found)

@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 
-from pytest_membudget.evidence.frames import is_own, is_user_frame, is_wait
+from pytest_membudget.frames import is_own, is_user_frame, is_wait
 
 #: Frames that count as the line of the function running them.
 HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})

@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.frames import is_library, is_own
+from pytest_membudget.frames import is_library, is_own
 from pytest_membudget.measure.lines import Lines, Seen
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
@@ -42,6 +41,7 @@ from pytest_membudget.measure.stacks import (
 from pytest_membudget.measure.starts import announcing, start_announced
 from pytest_membudget.probes.heap import traced_reader
 from pytest_membudget.probes.memory import MemoryReader
+from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.room import RoomReader
 from pytest_membudget.probes.rss import held_rss_reader
 

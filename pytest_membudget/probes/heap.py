@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.marks import TRACED_PEAK, Mark
 
-#: Frames kept per allocation while measuring; evidence reruns keep more.
-HEAP_FRAMES = 1
+#: Frames kept per traced allocation, here and in the evidence's rerun: the innermost frame
+#: names the line, and tracing costs about three times less than with 16 frames.
+TRACE_FRAMES = 1
 
 
 class HeapProbe(Probe):
@@ -24,7 +25,7 @@ class HeapProbe(Probe):
         self._started = not tracemalloc.is_tracing()
         self._mark: Mark | None = None
         if self._started:
-            tracemalloc.start(HEAP_FRAMES)  # with its peak at zero
+            tracemalloc.start(TRACE_FRAMES)  # with its peak at zero
             self._mark = TRACED_PEAK.open()
 
     def before_window(self) -> None:

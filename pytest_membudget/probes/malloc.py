@@ -11,20 +11,22 @@ from pytest_membudget.probes import Probe
 from pytest_membudget.probes.procfs import libc_function
 
 
-class _MallInfo2(ctypes.Structure):
+class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in (
         "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
         "fordblks", "keepcost")]
 
 
 @functools.lru_cache(maxsize=2)
-def _mallinfo2(keep_gil: bool = False) -> Callable[[], _MallInfo2] | None:
+def mallinfo2(keep_gil: bool = False) -> Callable[[], MallInfo2] | None:
+    """glibc's ``mallinfo2``, ready to call, or None where there is none; ``keep_gil``: a
+    call that keeps the interpreter's lock (the peak watch's thread)."""
     function = libc_function("mallinfo2", keep_gil=keep_gil)
     if function is None:
         return None
-    function.restype = _MallInfo2
+    function.restype = MallInfo2
     function.argtypes = []
-    call: Callable[[], _MallInfo2] = function
+    call: Callable[[], MallInfo2] = function
     return call
 
 
@@ -37,12 +39,12 @@ class MallocProbe(Probe):
     name = "malloc"
 
     def unavailable(self) -> str | None:
-        if _mallinfo2() is None:
+        if mallinfo2() is None:
             return "it needs glibc's mallinfo2 (Linux with glibc 2.33 or later)"
         return None
 
     def start(self) -> None:
-        self._info = _mallinfo2()
+        self._info = mallinfo2()
 
     def read(self) -> float:
         assert self._info is not None

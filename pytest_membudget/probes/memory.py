@@ -17,10 +17,10 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from pytest_membudget.evidence.composition import NAN, MemoryReading
 from pytest_membudget.probes.allocators import Pool, pools
-from pytest_membudget.probes.malloc import _mallinfo2
+from pytest_membudget.probes.malloc import mallinfo2
 from pytest_membudget.probes.procfs import HeldReader, ProcFile, has_procfs, libc_function
+from pytest_membudget.probes.reading import NAN, MemoryReading
 
 _STATUS_FIELDS = {b"VmRSS:": "rss", b"RssAnon:": "anon", b"RssFile:": "file",
                   b"RssShmem:": "shmem"}
@@ -165,7 +165,7 @@ class MemoryReader:
 
     def __init__(self) -> None:
         self._status = ProcFile("/proc/self/status", keep_gil=True) if has_procfs() else None
-        self._mallinfo = _mallinfo2(keep_gil=True)
+        self._mallinfo = mallinfo2(keep_gil=True)
         self._pymalloc = _pymalloc_stats()
         self._stacks: tuple[float, float, int] | None = None
         self._stack_threads = -1

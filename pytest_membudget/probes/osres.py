@@ -18,13 +18,13 @@ class ThreadsProbe(Probe):
     thread has exited: sampled right after a join, about one trial in seventy still counts
     the joined threads (measured: 29 of 2,000 start/join rounds of three threads, gone within
     0.3 ms). A reading above the previous one is therefore re-read for up to
-    :attr:`SETTLE_SECONDS` and the lowest count kept. A steady count costs one read; a count
-    that keeps rising, as in a leak, costs the full settle time per sample.
+    :attr:`REREAD_SECONDS` and the lowest count kept. A steady count costs one read; a count
+    that keeps rising, as in a leak, costs the full re-read time per sample.
     """
 
     name = "threads"
     #: How long a rise is re-read before it is believed.
-    SETTLE_SECONDS = 0.002
+    REREAD_SECONDS = 0.002
 
     def start(self) -> None:
         # psutil's handle only where there is no /proc: making one reads the process's
@@ -42,7 +42,7 @@ class ThreadsProbe(Probe):
     def read(self) -> float:
         count = self._count()
         if count > self._last:
-            deadline = time.perf_counter() + self.SETTLE_SECONDS
+            deadline = time.perf_counter() + self.REREAD_SECONDS
             while count > self._last and time.perf_counter() < deadline:
                 time.sleep(0.00005)
                 count = min(count, self._count())

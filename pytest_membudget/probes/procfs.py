@@ -11,6 +11,8 @@ import sys
 import threading
 from typing import Any
 
+from pytest_membudget.catalog import PAGE
+
 
 class ProcFile:
     def __init__(self, path: str, *, keep_gil: bool = False) -> None:
@@ -130,8 +132,6 @@ def _libc(keep_gil: bool = False) -> ctypes.CDLL | None:
 # kept, so the fds probe never sees this one's files).
 
 PROC = "/proc"
-#: Bytes read of one /proc file: smaps_rollup is about 1 KiB, stat a few hundred bytes.
-READ_SIZE = 4096
 #: The smaps_rollup lines that make up USS (pages no other process maps).
 PRIVATE_FIELDS = (b"Private_Clean:", b"Private_Dirty:", b"Private_Hugetlb:")
 
@@ -144,7 +144,8 @@ def read_proc(path: str) -> bytes | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     try:
-        return os.read(fd, READ_SIZE)
+        # A page: smaps_rollup is about 1 KiB, stat a few hundred bytes.
+        return os.read(fd, PAGE)
     except ProcessLookupError:
         return None
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from pytest_membudget.evidence.records import AtomsListed, Explained, GrowthEvidence, TaskGroup
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.render.devices import cupy_lines, jax_lines, jax_peak_lines
 from pytest_membudget.render.footprint import peak_lines
@@ -91,7 +92,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     return "\n".join(lines)
 
 
-def device_evidence_lines(evidence: dict[str, Any]) -> list[str]:
+def device_evidence_lines(evidence: GrowthEvidence) -> list[str]:
     """What JAX's and CuPy's own books say of the growth, under its own heading when the
     host evidence has none."""
     lines = jax_lines(evidence) + cupy_lines(evidence)
@@ -162,7 +163,7 @@ PROCESS_HEADER = ("pid", "process", "first -> last", "slope", "")
 _PROCESS_FIGURES = {"uss": "USS", "pss": "PSS"}
 
 
-def process_lines(evidence: dict[str, Any]) -> list[str]:
+def process_lines(evidence: GrowthEvidence) -> list[str]:
     """The process-tree probes' tables: each descendant's first and last figure and its
     slope, most growth first; the processes that ended during the window are marked."""
     lines: list[str] = []
@@ -231,7 +232,7 @@ def series_lines(result: MembudgetResult) -> list[str]:
     return lines
 
 
-def evidence_lines(evidence: dict[str, Any]) -> list[str]:
+def evidence_lines(evidence: GrowthEvidence) -> list[str]:
     if not evidence:
         return []
     if "error" in evidence:
@@ -299,7 +300,7 @@ def _share(part: float, whole: float) -> str:
     return f"{min(share, 1.0):.0%}" if share <= ALL_OF_IT else "more than all of it"
 
 
-def explained_line(found: dict[str, Any]) -> str:
+def explained_line(found: Explained) -> str:
     """What share of the failing slope the traced allocations account for, and what the rest
     is (evidence/share.py)."""
     probe, slope, traced = found["probe"], found["slope"], found["traced"]
@@ -351,14 +352,16 @@ def cuda_block_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
+def task_lines(tasks: list[TaskGroup]) -> list[str]:
     """The asyncio tasks started during the evidence rerun and still pending."""
     if not tasks:
         return ["  no asyncio task started during these iterations is still pending"]
     lines = ["  asyncio tasks started and still pending:"]
     for t in tasks:
-        where = [f"{short_path(t[k + '_file'])}:{t[k + '_line']}" if k + "_file" in t else "?"
-                 for k in ("defined", "waiting", "created")]
+        where = [f"{short_path(file)}:{line}" if file is not None else "?"
+                 for file, line in ((t.get("defined_file"), t.get("defined_line")),
+                                    (t.get("waiting_file"), t.get("waiting_line")),
+                                    (t.get("created_file"), t.get("created_line")))]
         lines.append(f"    {t['count']} x {t['coroutine']} ({t['per_iter']}/iter), defined at "
                      f"{where[0]}, waiting at {where[1]}, created at {where[2]}"
                      + (f" in {t['created_function']}" if t.get("created_function") else ""))
@@ -367,7 +370,7 @@ def task_lines(tasks: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def atoms_line(listed: dict[str, Any]) -> str:
+def atoms_line(listed: AtomsListed) -> str:
     """The census counted the atoms of the rerun's new containers only (a large heap)."""
     return ("    (strings, bytes and other objects the collector does not track were counted "
             "in the containers the rerun made only: listing the whole heap's took "

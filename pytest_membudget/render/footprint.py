@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.evidence.frames import source_line
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
+from pytest_membudget.frames import source_line
 from pytest_membudget.render.units import fmt, short_path
 
 KIND_NAMES = {

@@ -80,41 +80,10 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     if warmup > 0:
         axes.axvspan(0, warmup, color="#bbbbbb", alpha=0.35, label=f"warm-up ({warmup})")
     window = list(zip(xs[window_start:], ys[window_start:], strict=True))
-    slope, budgets = data.get("slope"), data.get("budgets", {})
-    ci = data.get("ci") or [None, None]
-    if slope is not None and len(window) >= MIN_FITTED:
-        tx, ty = _tail([x for x, _ in window], [y for _, y in window])
-        centre, level = _anchor(tx, ty, slope / scale)
-        start = level + slope / scale * (tx[0] - centre)
-        ends = [tx[0], tx[-1]]
-
-        def line(rate: float) -> list[float]:
-            """From the fitted line's value where the judged tail starts, at ``rate``."""
-            return [start + rate / scale * (x - tx[0]) for x in ends]
-
-        axes.plot(ends, line(slope), color="#c44e52", linewidth=1.6,
-                  label=f"slope {fmt(probe, slope, per_iter=True)} (judged tail)")
-        if ci[0] is not None and ci[1] is not None:
-            axes.fill_between(ends, line(ci[0]), line(ci[1]), color="#c44e52", alpha=0.18,
-                              label=f"bounds {fmt(probe, ci[0], per_iter=True)} .. "
-                                    f"{fmt(probe, ci[1], per_iter=True)}")
-        if budgets.get("slope") is not None:
-            axes.plot(ends, line(budgets["slope"]), "--", color="#55a868", linewidth=1.4,
-                      label=f"budget {fmt(probe, budgets['slope'], per_iter=True)}")
+    budgets = data.get("budgets", {})
+    _draw_fit(axes, probe, data, window, scale)
     if window:
-        # Scaled to the measured window: warm-up samples (taken before collecting garbage)
-        # and far-away budget lines would flatten the part that is judged. A footprint's
-        # peak and its ceiling are what is judged there: they are in view.
-        low, high = min(y for _, y in window), max(y for _, y in window)
-        footprint: list[float] = []
-        if ((budgets.get("peak") is not None or budgets.get("rise") is not None)
-                and _finite(data.get("peak"))):
-            footprint.append(float(data["peak"]))
-        if budgets.get("rise") is not None and _finite(data.get("start")):
-            footprint.append(float(data["start"]) + budgets["rise"])
-        high = max([high, *(v / scale for v in footprint)])
-        pad = max((high - low) * 0.25, abs(high) * 0.002, 1e-9)
-        axes.set_ylim(low - pad, high + pad)
+        _view_window(axes, data, window, scale)
     peak_budget = budgets.get("peak")
     if peak_budget is not None and ys:
         axes.axhline(peak_budget / scale, linestyle=":", color="#8172b2",
@@ -133,6 +102,51 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     axes.set_ylabel(unit)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=7, loc="upper left")
+
+
+def _draw_fit(axes: Any, probe: str, data: Mapping[str, Any],
+              window: list[tuple[float, float]], scale: float) -> None:
+    """The fitted slope over the judged tail, its bounds and the slope budget."""
+    slope, budgets = data.get("slope"), data.get("budgets", {})
+    ci = data.get("ci") or [None, None]
+    if slope is None or len(window) < MIN_FITTED:
+        return
+    tx, ty = _tail([x for x, _ in window], [y for _, y in window])
+    centre, level = _anchor(tx, ty, slope / scale)
+    start = level + slope / scale * (tx[0] - centre)
+    ends = [tx[0], tx[-1]]
+
+    def line(rate: float) -> list[float]:
+        """From the fitted line's value where the judged tail starts, at ``rate``."""
+        return [start + rate / scale * (x - tx[0]) for x in ends]
+
+    axes.plot(ends, line(slope), color="#c44e52", linewidth=1.6,
+              label=f"slope {fmt(probe, slope, per_iter=True)} (judged tail)")
+    if ci[0] is not None and ci[1] is not None:
+        axes.fill_between(ends, line(ci[0]), line(ci[1]), color="#c44e52", alpha=0.18,
+                          label=f"bounds {fmt(probe, ci[0], per_iter=True)} .. "
+                                f"{fmt(probe, ci[1], per_iter=True)}")
+    if budgets.get("slope") is not None:
+        axes.plot(ends, line(budgets["slope"]), "--", color="#55a868", linewidth=1.4,
+                  label=f"budget {fmt(probe, budgets['slope'], per_iter=True)}")
+
+
+def _view_window(axes: Any, data: Mapping[str, Any], window: list[tuple[float, float]],
+                 scale: float) -> None:
+    """Scaled to the measured window: warm-up samples (taken before collecting garbage) and
+    far-away budget lines would flatten the part that is judged. A footprint's peak and its
+    ceiling are what is judged there: they are in view."""
+    budgets = data.get("budgets", {})
+    low, high = min(y for _, y in window), max(y for _, y in window)
+    footprint: list[float] = []
+    if ((budgets.get("peak") is not None or budgets.get("rise") is not None)
+            and _finite(data.get("peak"))):
+        footprint.append(float(data["peak"]))
+    if budgets.get("rise") is not None and _finite(data.get("start")):
+        footprint.append(float(data["start"]) + budgets["rise"])
+    high = max([high, *(v / scale for v in footprint)])
+    pad = max((high - low) * 0.25, abs(high) * 0.002, 1e-9)
+    axes.set_ylim(low - pad, high + pad)
 
 
 def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:

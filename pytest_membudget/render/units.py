@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.frames import library_path
+from pytest_membudget.frames import library_path
 from pytest_membudget.vocabulary import BudgetKind, ProbeKind, StopReason
 
 _BINARY: tuple[tuple[str, float], ...] = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))

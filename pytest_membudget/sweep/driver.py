@@ -8,104 +8,48 @@ which exceptions end the repeats (``catch``) and how to name them (``classify``)
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import (
-    MIN_VERDICT_ITERATIONS,
-    RunPolicy,
+from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.judge.screen import (
+    EXACT_SECONDS,
+    EXACT_SHORTEST,
+    SCREEN_CALLS,
+    SCREEN_WARMUP,
+    SLOW_CALL,
+    STEADY_PROBES,
+    look_ends,
+    look_goes_on,
+    second_look,
+    sweep_verdict,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec, RunSettings
-from pytest_membudget.judge.verdict import Verdict
+from pytest_membudget.measure import own
 from pytest_membudget.measure.loop import measure, open_measurement
 from pytest_membudget.measure.results import MembudgetResult, build_result
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.sweep.outcome import SecondLook, SweepOutcome, describe
 from pytest_membudget.sweep.screen import (
-    EXACT_SECONDS,
-    EXACT_SHORTEST,
-    SCREEN_CALLS,
-    SCREEN_PROBES,
-    SCREEN_WARMUP,
-    SLOW_CALL,
-    STEADY_PROBES,
-    flagged,
-    left_out,
-    rule_columns,
-    settle_points,
-    settled,
+    ScreenMeasurement,
+    screen_policy,
+    screen_probes,
+    screen_spec,
 )
 from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
-    GcPolicy,
     NotRepeatable,
     Phase,
-    Remedy,
-    StopReason,
     SweepVerdict,
 )
 
 T = TypeVar("T")
 #: Where the sweep's own budgets come from, in results and messages.
 SOURCE = "from the membudget sweep"
-
-
-class ScreenMeasurement(Measurement):
-    """The screen's samples: the screening rule reads them, so the runner's own judgement of
-    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks at the
-    settle points (see :func:`screen_policy`) whether they have
-    :func:`~pytest_membudget.sweep.screen.settled`. A screen that goes on has the delta
-    across each reading left out of its rule (``read``): the reading's own objects moved
-    ``py_blocks`` by one in that delta in a few screens in a thousand.
-
-    A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
-    write to /proc per screen), and glibc's free memory is not handed back before its window
-    where the screen reads ``malloc``, which sees growth that reuses free memory byte for
-    byte. Handed back, the pages the first measured calls fault in again read as RSS growth
-    of a page or more, which kept the screens of clean slow tests going (each a subprocess
-    run of 30 to 80 ms on multidict's suite: docs/design/sweep.md)."""
-
-    @classmethod
-    def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
-        return {"peaks": False, "release_free_memory": "malloc" not in names}
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # Made before the window, so that the reading in it allocates only temporaries.
-        self.least, self.every = rule_columns(tuple(self.probes))
-        #: The window samples of the readings whose following delta is left out of the rule
-        #: (:func:`~pytest_membudget.sweep.screen.left_out`).
-        self.read: list[int] = []
-
-    def judge(self) -> Verdict:
-        return Verdict({})
-
-    def settled(self) -> bool:
-        start = self.window_start
-        at = self.rows - 1 - start
-        # Appended only where the delta after it is left out: the list's first append
-        # allocates a block, which would read as growth in a judged delta (a slow test's
-        # first reading; tests/unit/sweep/test_sweep_driver.py).
-        if left_out(at):
-            self.read.append(at)
-        return settled(self.values[start : self.rows], self.least, self.every)
-
-    def flagged(self) -> dict[str, float]:
-        """The probes the screening rule flags, without the deltas across the readings."""
-        rows = self.values[self.window_start : self.rows].tolist()
-        # No rows (a window never opened): no series, nothing flagged.
-        return flagged(dict(zip(self.probes, zip(*rows, strict=True), strict=False)),
-                       skip=self.read)
-
-    def per_call(self, name: str) -> float:
-        """A probe's net growth per call over the window."""
-        values = self.window()[1][name]
-        return float(values[-1] - values[0]) / max(1, len(values) - 1)
 
 
 @dataclass
@@ -183,22 +127,6 @@ async def drive_async(steps: Steps[T], body: Callable[[], Awaitable[object]]) ->
         return result
 
 
-@functools.lru_cache(maxsize=1)
-def screen_probes() -> tuple[str, ...]:
-    """The screen's probes that can be read on this system (``malloc`` needs glibc)."""
-    from pytest_membudget.probes import create
-
-    return tuple(name for name in SCREEN_PROBES if create(name).unavailable() is None)
-
-
-def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
-    """A fixed, short run, sampled after every call, budgets none: the screen reads the
-    samples itself. Its warm-up calls are made before the run (``repeat``'s
-    ``unmeasured``), unsampled: only the window's samples are read."""
-    return BudgetSpec((), replace(run, iterations=calls, warmup=1, gc=GcPolicy.COLLECT,
-                                  evidence=False, strict=False))
-
-
 def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Budget, ...],
               seconds: float) -> BudgetSpec:
     """The full auto verdict on the flagged probes: slope 0 each, unless a default budget
@@ -208,16 +136,6 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
                     for name in probes)
     return BudgetSpec(budgets, replace(run, iterations=None, max_seconds=seconds,
                                        strict=False))
-
-
-def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
-    """The screen's length: the first of its settle points (every second call at the default
-    length, and the first call too for a ``slow`` test: see
-    :func:`~pytest_membudget.sweep.screen.settle_points`) where nothing could still be
-    flagged (each probe read on every delta has had one under its threshold, threads and
-    descriptors have not moved), otherwise all of its calls."""
-    calls = spec.run.iterations or SCREEN_CALLS
-    return replace(RunPolicy.for_run(spec.run), settle_at=settle_points(calls, slow))
 
 
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
@@ -293,14 +211,15 @@ def sweep_steps(
     # Names built per call that the interpreter's type cache keeps would read as a block or
     # two per call: the cache is cleared after each repeat, the screen's as the verdict's.
     TYPE_CACHE.arm()
-    screen = yield from _screen(spec, catch, slow)
+    screen = yield from screen_run(spec, catch, slow)
     outcome.calls = screen.calls
     if screen.error is not None:
         outcome.screen_seconds = ending.elapsed()
         return ending.not_repeatable(screen, 0)
     outcome.flagged = _flags(screen)
-    if set(outcome.flagged) == {SECOND_LOOK} and 2 * ending.elapsed() < allowed:
-        again = yield from _second_look(spec, catch, ending, screen)
+    look = second_look(outcome.flagged)
+    if look is not None and 2 * ending.elapsed() < allowed:
+        again = yield from _second_look(spec, catch, ending, screen, look)
         if again.error is not None:
             outcome.screen_seconds = ending.elapsed()
             return ending.not_repeatable(again, screen.calls)
@@ -323,53 +242,33 @@ def sweep_steps(
     return ending.judged(full)
 
 
-#: The probe whose growth alone gets a second look before a full verdict: glibc's bytes in
-#: use rise on every call of many clean tests for a few calls (numpy's caches, an arena's
-#: bookkeeping under arrays of random sizes), and a full verdict of such a test runs 128
-#: calls or 2 s of its work to tell (1 to 3 s each on gymnasium's suite, 82 tests).
-SECOND_LOOK = "malloc"
-#: The share of the slowest growth per call seen so far (the screen's, then the first
-#: round's) that a round of the second look must keep for the growth to go on, where it no
-#: longer grows on every call: a leak keeps its rate (a fixed leak grows on every call
-#: again; one of random sizes keeps its mean), a fill that is ending does not. The full
-#: verdict's reading of a slowing fill (judge.policy.FILL_SLOWDOWN) on a few calls.
-SECOND_LOOK_KEEPS = 0.5
-#: Rounds of the screen's length in a second look. The second is made only where the first
-#: kept the rate without growing on every call: on gymnasium's suite, most fills of numpy's
-#: caches under random sizes end within the first round's calls and read flat on the
-#: second (18 tests of 56 and 65 looked at went on to a full verdict with one round, 7 and
-#: 9 of 63 and 69 with two; bench/README.md).
-SECOND_LOOK_ROUNDS = 2
-
-
 def _second_look(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
-                 ending: _Ending, screen: Repetition) -> Steps[Repetition]:
+                 ending: _Ending, screen: Repetition, probe: str) -> Steps[Repetition]:
     """Rounds of the screen's length on the flagged probe alone, each after one call
     unread (as the screen's window: the first call after a run's first reading read 100 to
     200 B more of ``malloc`` on gymnasium's tests, on every round), all calls read, the type
     cache cleared after each as before: whether the growth goes on. A round that grew on
-    every call goes to the full verdict at once; one that kept under SECOND_LOOK_KEEPS of
-    the slowest rate before it passes the test; one in between is followed by another
-    round while the rounds and the time last. Its figures go into the outcome."""
+    every call goes to the full verdict at once; one whose growth slowed as a fill's does
+    (judge.screen.look_goes_on) passes the test; one in between is followed by another
+    round while the rounds (judge.screen.SECOND_LOOK_ROUNDS) and the time last. Its figures
+    go into the outcome."""
     assert isinstance(screen.measurement, ScreenMeasurement)
     outcome = ending.outcome
-    first = screen.measurement.per_call(SECOND_LOOK)
+    first = screen.measurement.per_call(probe)
     look = replace(spec, run=replace(spec.run, warmup=1))
     rounds: list[float] = []
     while True:
-        again = yield from repeat(look, (SECOND_LOOK,), catch, storage=ScreenMeasurement,
+        again = yield from repeat(look, (probe,), catch, storage=ScreenMeasurement,
                                   policy=RunPolicy.for_run(look.run))
         outcome.calls += again.calls
         if again.error is not None:
             return again
         assert isinstance(again.measurement, ScreenMeasurement)
-        then = again.measurement.per_call(SECOND_LOOK)
-        every = SECOND_LOOK in again.measurement.flagged()
-        goes_on = every or then >= SECOND_LOOK_KEEPS * min([first, *rounds])
-        rounds.append(then)
-        outcome.second_look = SecondLook(SECOND_LOOK, first, tuple(rounds), every, goes_on)
-        if (every or not goes_on or len(rounds) == SECOND_LOOK_ROUNDS
-                or 2 * ending.elapsed() >= outcome.allowed):
+        rounds.append(again.measurement.per_call(probe))
+        every = probe in again.measurement.flagged()
+        goes_on = look_goes_on(probe, first, rounds, every)
+        outcome.second_look = SecondLook(probe, first, tuple(rounds), every, goes_on)
+        if look_ends(rounds, every, goes_on) or 2 * ending.elapsed() >= outcome.allowed:
             return again
 
 
@@ -389,7 +288,7 @@ def _time_for_verdict(ending: _Ending, spec: BudgetSpec, policy: RunPolicy,
     return left
 
 
-def _screen(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
+def screen_run(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
             slow: bool = False) -> Steps[Repetition]:
     return (yield from repeat(spec, screen_probes(), catch, unmeasured=SCREEN_WARMUP - 1,
                               storage=ScreenMeasurement, policy=screen_policy(spec, slow)))
@@ -439,37 +338,21 @@ class _Ending:
         return self.finish()
 
 
-_primed = False
-
-
 def _prime_screen(spec: BudgetSpec) -> None:
-    """Screen an empty body twice per process before the first real screen. A process's
-    first screen reads its own first-time costs as growth on every call (docs/design/sweep.md gives
-    the figures); under pytest-xdist that would be a different test on each worker."""
-    global _primed
-    if not _primed:
-        _primed = True
+    """Screen an empty body twice per process before the first real screen (measure/own.py):
+    a process's first screen reads its own first-time costs as growth on every call."""
+
+    def prime() -> None:
         for _ in range(2):
             drive(repeat(spec, screen_probes(), (), storage=ScreenMeasurement,
                          policy=screen_policy(spec)), lambda: None)
 
+    own.prime_once("screen", prime)
+
 
 def verdict_of(result: MembudgetResult) -> SweepVerdict:
-    """A leak is a failure the auto run confirmed (it stopped because the verdict was clear).
-    A run the sweep's time stopped is cut short, failing or not: growth that has not been
-    confirmed at twice its length may be a cache still filling (measured on toolz's suite
-    with membudget_sweep_seconds=2: tests stopped at 49 and 192 calls, failing, while the
-    interpreter's method cache filled)."""
-    if result.failures and result.stopped is StopReason.CLEAR:
-        return SweepVerdict.LEAK
-    if result.failures:
-        return SweepVerdict.CUT_SHORT if result.stopped is StopReason.CAP else (
-            SweepVerdict.INCONCLUSIVE)
+    """The sweep's verdict on a full verdict's result (judge.screen.sweep_verdict)."""
     cap = result.settings.get("max_iterations")
-    shortest = min(MIN_VERDICT_ITERATIONS, cap) if isinstance(cap, int) else (
-        MIN_VERDICT_ITERATIONS)
-    out_of_time = result.stopped is StopReason.CAP and result.iterations < shortest
-    unsettled = result.unsettled
-    if out_of_time or any(Remedy.MAX_SECONDS in u.remedies for u in unsettled):
-        return SweepVerdict.CUT_SHORT
-    return SweepVerdict.INCONCLUSIVE if unsettled else SweepVerdict.PASSED
+    return sweep_verdict(bool(result.failures), result.stopped, result.iterations,
+                         cap if isinstance(cap, int) else None,
+                         [u.remedies for u in result.unsettled])

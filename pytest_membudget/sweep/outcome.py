@@ -22,7 +22,7 @@ from pytest_membudget.vocabulary import (
 
 @dataclass(frozen=True)
 class SecondLook:
-    """A second screen of a test flagged on one probe alone (sweep.driver.SECOND_LOOK):
+    """A second screen of a test flagged on one probe alone (judge.screen.second_look):
     that probe's growth per call on the screen (``first``) and on each round of the second
     look (``rounds``, one or two), whether it grew on every call of the last round, and
     whether its growth went on (a full verdict follows) or stopped (the test passed without
@@ -139,9 +139,10 @@ def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
         return {"kind": "error", "text": evidence["error"]}
     if "same_as" in evidence:
         return {"kind": "same_as", "test": evidence["same_as"]}
-    if "threads" in failing and evidence.get("threads"):
+    listed = {PROBES[name].evidence_list for name in failing if name in PROBES}
+    if "threads" in listed and evidence.get("threads"):
         return {"kind": "thread", **evidence["threads"][0]}
-    if "fds" in failing and evidence.get("fds"):
+    if "fds" in listed and evidence.get("fds"):
         return {"kind": "fd", "target": evidence["fds"][0]}
     sites = evidence.get("sites")
     path = next((p["path"] for p in evidence.get("paths") or () if p.get("path")), None)

@@ -1,173 +1,114 @@
-"""The sweep's screening rule: which tests a short run on exact counters flags for the full
-verdict. Pure, plain Python (numpy arrays are read as sequences).
-
-A screen is a fixed, short run sampled after every call, garbage collected before each sample
-(see measure/probeset.py). The rule is CPython's leak hunter's (``regrtest -R``), which calls a
-leak when every delta after the warm-up is at least one: a leak grows on every call, while a
-clean test's counters come back to the same value, or wander up and down. The figures behind
-the length and the thresholds are in docs/design/sweep.md (measured with bench/sweep.py).
-"""
+"""The sweep's screen as a run: a fixed, short run of the test's body sampled after every
+call on exact counters, whose samples the screening rule (judge/screen.py) reads itself."""
 
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import pairwise
-from typing import TYPE_CHECKING
+from collections.abc import Collection
+from dataclasses import replace
+from typing import Any
 
-from pytest_membudget.catalog import PAGE
+import numpy as np
 
-if TYPE_CHECKING:  # the rule reads numpy arrays as sequences; it never imports numpy
-    import numpy as np
-    import numpy.typing as npt
+from pytest_membudget.catalog import PROBES
+from pytest_membudget.judge.decide import Found, Window
+from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.judge.screen import (
+    SCREEN_CALLS,
+    SCREEN_PROBES,
+    flagged,
+    left_out,
+    quiet,
+    reading_points,
+    rule_columns,
+)
+from pytest_membudget.judge.spec import BudgetSpec, RunSettings
+from pytest_membudget.measure.samples import Measurement
+from pytest_membudget.vocabulary import GcPolicy, StopReason
 
-#: Calls after the test's own first call before the screen's first sample (lazy imports,
-#: first-call caches), and calls measured (the default of membudget_sweep_screen).
-SCREEN_WARMUP = 2
-SCREEN_CALLS = 8
-
-__all__ = ["EXACT_SECONDS", "EXACT_SHORTEST", "RULES", "SCREEN_CALLS", "SCREEN_PROBES",
-           "SCREEN_WARMUP", "SLOW_CALL", "SLOW_READING", "Step", "flagged", "left_out",
-           "settle_points", "settled"]
-
-#: The probes of the screen: the exact counters, and RSS as the catch-all for memory none of
-#: them sees (mmap, other allocators). Not gc_objects: py_blocks counts every object it counts
-#: (and untracked ones), and reading it exactly costs a walk of every frozen object per
-#: sample (get_freeze_count: 0.44 ms on 34,000 objects), the whole session's heap in a
-#: screen; on the detection corpus it flagged no case py_blocks did not (bench/sweep.py).
-SCREEN_PROBES = ("py_blocks", "malloc", "threads", "fds", "rss")
+_NO_SAMPLES = np.zeros(0)
 
 
-@dataclass(frozen=True)
-class Step:
-    """How one probe's deltas are read: ``every``: each delta must be at least ``least``
-    (CPython's rule); otherwise the net growth over the screen must be at least ``least``
-    (threads and descriptors, which leak on some calls only, as CPython's ``any(deltas)``
-    for descriptors)."""
+class ScreenMeasurement(Measurement):
+    """The screen's samples: the screening rule reads them, so the runner's own judgement of
+    a budgetless window (a trend per probe, twice per run) is skipped. The loop asks at the
+    reading points (see :func:`screen_policy`) whether they have
+    :func:`~pytest_membudget.judge.screen.quiet`. A screen that goes on has the delta
+    across each reading left out of its rule (``read``): the reading's own objects moved
+    ``py_blocks`` by one in that delta in a few screens in a thousand.
 
-    least: float
-    every: bool = True
+    A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
+    write to /proc per screen), and glibc's free memory is not handed back before its window
+    where the screen reads ``malloc``, which sees growth that reuses free memory byte for
+    byte. Handed back, the pages the first measured calls fault in again read as RSS growth
+    of a page or more, which kept the screens of clean slow tests going (each a subprocess
+    run of 30 to 80 ms on multidict's suite: docs/design/sweep.md)."""
 
+    @classmethod
+    def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
+        return {"peaks": False, "release_free_memory": not any(
+            PROBES[name].native_in_use for name in names)}
 
-#: The reading of each probe.
-#: Exact counters whose screen rule asks for growth on every call: growth they show is no
-#: page rounding and no wandering free list, and the full verdict confirms it sooner.
-STEADY_PROBES = frozenset({"py_blocks", "malloc"})
-#: Calls on which the full verdict confirms growth the screen saw on STEADY_PROBES (see
-#: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
-EXACT_SHORTEST = 128
-#: Seconds of measured work on which that confirmation stands for a slow test, whose 128
-#: calls would take longer: judged after half of it, confirmed at twice the calls.
-EXACT_SECONDS = 2.0
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Made before the window, so that the reading in it allocates only temporaries.
+        self.least, self.every = rule_columns(tuple(self.probes))
+        #: The window samples of the readings whose following delta is left out of the rule
+        #: (:func:`~pytest_membudget.sweep.screen.left_out`).
+        self.read: list[int] = []
 
-RULES: dict[str, Step] = {
-    "py_blocks": Step(1.0),
-    "malloc": Step(1.0),
-    # A page: RSS moves in pages, and every delta at least one page is growth on every call
-    # that the exact counters did not see.
-    "rss": Step(float(PAGE)),
-    "threads": Step(1.0, every=False),
-    "fds": Step(1.0, every=False),
-}
+    def facts(self, out_of_time: bool = False, end: StopReason | None = None,
+              found: Found | None = None) -> Window:
+        """Nothing for the judge: the screening rule reads the samples itself."""
+        return Window(_NO_SAMPLES, {}, {}, {}, self.measured, self.window_seconds, end=end)
 
+    def quiet(self) -> bool:
+        start = self.window_start
+        at = self.rows - 1 - start
+        # Appended only where the delta after it is left out: the list's first append
+        # allocates a block, which would read as growth in a judged delta (a slow test's
+        # first reading; tests/unit/sweep/test_sweep_driver.py).
+        if left_out(at):
+            self.read.append(at)
+        return quiet(self.values[start : self.rows], self.least, self.every)
 
-def flagged(series: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
-            rules: Mapping[str, Step] = RULES, skip: Collection[int] = ()) -> dict[str, float]:
-    """The probes whose samples (one per call, the window only) grew by the rule, each with
-    its growth over the screen. ``skip``: deltas left out of the rule (those across the
-    screen's settle readings), whose growth still counts in the net; one delta at least is
-    judged. Plain Python: a screen's series are a few samples each, for which numpy's calls
-    cost more than the arithmetic (this rule and :func:`settled` took 0.17 s of the 1,429
-    screens of multidict's suite with numpy, 0.06 s without)."""
-    found: dict[str, float] = {}
-    for name, values in series.items():
-        rule = rules.get(name)
-        if rule is None or len(values) < 2:
-            continue
-        deltas = _deltas(values)
-        left_out = {i for i in skip if 0 <= i < len(deltas)}
-        if left_out and len(left_out) < len(deltas):
-            deltas = [d for i, d in enumerate(deltas) if i not in left_out]
-        growth = float(values[-1] - values[0])
-        if all(d >= rule.least for d in deltas) if rule.every else growth >= rule.least:
-            found[name] = growth
-    return found
+    def flagged(self) -> dict[str, float]:
+        """The probes the screening rule flags, without the deltas across the readings."""
+        rows = self.values[self.window_start : self.rows].tolist()
+        # No rows (a window never opened): no series, nothing flagged.
+        return flagged(dict(zip(self.probes, zip(*rows, strict=True), strict=False)),
+                       skip=self.read)
 
-
-#: A test whose own call took this many seconds or more (a training step, a rollout, a
-#: subprocess) is read after its first measured call too (SLOW_READING): each call it does
-#: not make saves more than the screen's sampling costs. The delta after that reading is
-#: judged, not left out (see left_out).
-SLOW_CALL = 0.01
-SLOW_READING = 1
+    def per_call(self, name: str) -> float:
+        """A probe's net growth per call over the window."""
+        values = self.window()[1][name]
+        return float(values[-1] - values[0]) / max(1, len(values) - 1)
 
 
-def settle_points(calls: int, slow: bool = False) -> tuple[int, ...]:
-    """Counts of measured calls after which a screen of ``calls`` may stop: every second call
-    at the default length (SCREEN_CALLS: after 2, 4 and 6) and below, half of a longer
-    screen's. A screen whose calls so far left nothing that more calls could flag (see
-    :func:`settled`) ends at the first of them where that holds; the calls are most of a
-    screen's cost, on a suite of 1 ms tests as on one of heavy steps. Each reading that does
-    not stop the screen costs its every-delta rule the delta across it (see ``flagged``).
 
-    The first point matters only to ``threads`` and ``fds``, read on their net growth: a
-    probe read on every delta can no longer be flagged once one delta missed it, whenever
-    that was. On the screening data (bench/sweep.py screen), settling after 2 calls flags
-    what settling after 4 does at the default length; a thread kept on one call in ten is
-    seen by a screen of 16 calls that settles at 8, and missed when it settles at 4. The
-    later points end the screens of tests whose exact counters grow on their first few
-    calls and then stop (a subprocess's, a buffer's first growth). A ``slow`` test's screen
-    of the default length or shorter reads after its first call as well: a clean one stops
-    there when nothing moved, one call sooner; what it forgoes is a thread or descriptor
-    kept on its second call and not its first. A longer screen, asked for to see such leaks,
-    does not. docs/design/sweep.md gives the figures."""
-    first = 2 if calls <= SCREEN_CALLS else calls // 2
-    points = tuple(range(first, calls, first))
-    if slow and SLOW_READING < calls <= SCREEN_CALLS:
-        return (SLOW_READING, *points)
-    return points
+@functools.lru_cache(maxsize=1)
+def screen_probes() -> tuple[str, ...]:
+    """The screen's probes that can be read on this system (``malloc`` needs glibc)."""
+    from pytest_membudget.probes import create
+
+    return tuple(name for name in SCREEN_PROBES if create(name).unavailable() is None)
 
 
-def left_out(reading: int) -> bool:
-    """Whether the delta after a screen's reading at this window sample is left out of the
-    rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
-    its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
-    one after a slow test's first reading (SLOW_READING), which is judged: leaving it out as
-    well flagged more clean screens on the screening data (docs/design/sweep.md)."""
-    return reading != SLOW_READING
+def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
+    """A fixed, short run, sampled after every call, budgets none: the screen reads the
+    samples itself. Its warm-up calls are made before the run (``repeat``'s
+    ``unmeasured``), unsampled: only the window's samples are read."""
+    return BudgetSpec((), replace(run, iterations=calls, warmup=1, gc=GcPolicy.COLLECT,
+                                  evidence=False, strict=False))
 
 
-@functools.lru_cache(maxsize=8)
-def rule_columns(names: tuple[str, ...]) -> tuple[tuple[float, ...], tuple[bool, ...]]:
-    """Each probe's ``least`` and ``every`` (RULES) in the order of ``names`` (a probe without
-    a rule: never flagged, never keeps a screen going). Made once per set of probes, not
-    once per screen."""
-    least = tuple(RULES[n].least if n in RULES else math.inf for n in names)
-    every = tuple(RULES[n].every if n in RULES else True for n in names)
-    return least, every
+def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
+    """The screen's length: the first of its reading points (every second call at the default
+    length, and the first call too for a ``slow`` test: see
+    :func:`~pytest_membudget.sweep.screen.reading_points`) where nothing could still be
+    flagged (each probe read on every delta has had one under its threshold, threads and
+    descriptors have not moved), otherwise all of its calls."""
+    calls = spec.run.iterations or SCREEN_CALLS
+    return replace(RunPolicy.for_run(spec.run), read_at=reading_points(calls, slow))
 
 
-def settled(block: Sequence[Sequence[float]] | npt.NDArray[np.float64],
-            least: Sequence[float], every: Sequence[bool]) -> bool:
-    """Whether more calls could not flag any probe of a screen's samples so far (``block``:
-    a row per sample, a column per probe): each probe read by ``every`` delta has a delta
-    under its least (the rule can no longer hold), and each probe read on its net growth
-    (threads, descriptors) has not moved at all. Plain Python, as :func:`flagged`."""
-    if len(block) < 2:
-        return False
-    rows = block.tolist() if hasattr(block, "tolist") else block
-    for column, floor, each in zip(zip(*rows, strict=True), least, every, strict=True):
-        deltas = _deltas(column)
-        if each and not any(d < floor for d in deltas):
-            return False
-        if not each and any(d != 0 for d in deltas):
-            return False
-    return True
-
-
-def _deltas(values: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
-    """The differences of consecutive samples, as Python floats."""
-    row = values.tolist() if hasattr(values, "tolist") else values
-    return [later - earlier for earlier, later in pairwise(row)]

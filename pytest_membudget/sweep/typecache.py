@@ -5,24 +5,21 @@ The cache (4,096 entries) keeps a reference to each attribute name it caches, so
 looks up names built per call (ast's ``"visit_" + name`` under ``inspect.signature`` on
 builtins, pickle's ``find_class``) fills it over thousands of calls, which reads as growth:
 the sweep clears it after each repeat, the screen's and the full verdict's, as CPython's own
-leak hunter does between runs (it measured 2 to 4 blocks per call on three of toolz's tests
-without, none with; on gymnasium's space tests 556 of 1,349 screens flagged such names when
-the screen left the cache alone).
+leak hunter does between runs (docs/design/sweep.md gives the figures).
 
 Clearing points every entry at ``None``. Where ``None`` is an ordinary object (CPython up to
-3.11), each later lookup that lands on such an entry drops ``None``'s reference count by one,
-so a test that compares ``sys.getrefcount(None)`` around a call would see it fall: a trace of
-the sweep in the next test's first call. A long-running interpreter has no such entries
-(startup alone fills them all), so after the repeats every entry is pointed back at a name:
-lookups of the sweep's own names on its own classes, each kept because it took an entry from
-``None`` (read on ``None``'s reference count). The entries then hold the sweep's own names,
-not ``None``, and no test's objects. Replaying the plan costs a fraction of a millisecond
-per swept test (0.48 s over the 740 tests of gymnasium's ``test_spaces.py``: 0.65 ms
-each; 0.2 ms a replay alone); the search for lookups that complete it (20 ms: the whole grid
-of names and classes) runs again only when the plan reaches fewer entries than the search
-last could. The plan reaches all 4,096 entries (counted by each entry's index, from the
-classes' version tags, on 3.11; a fresh grid of lookups after a replay finds none left at
-``None`` on 3.10 and 3.11); in that sweep the search ran once.
+3.11), each later lookup that lands on such an entry drops ``None``'s reference count by
+one, so a test that compares ``sys.getrefcount(None)`` around a call would see it fall: a
+trace of the sweep in the next test's first call. A long-running interpreter has no such
+entries (startup alone fills them all), so after the repeats every entry is pointed back at
+a name: lookups of the sweep's own names on its own classes, each kept because it took an
+entry from ``None`` (read on ``None``'s reference count). The entries then hold the sweep's
+own names, not ``None``, and no test's objects. Replaying the plan costs a fraction of a
+millisecond per swept test; the search for lookups that complete it (the whole grid of names
+and classes) runs again only when the plan reaches fewer entries than the search last could.
+The plan reaches all 4,096 entries (counted by each entry's index, from the classes' version
+tags, on 3.11; a fresh grid of lookups after a replay finds none left at ``None`` on 3.10
+and 3.11); in that sweep the search ran once.
 
 CPython 3.10 clears differently: it empties the entries, points them at ``None`` at the next
 lookup, and gives each class a new version tag in the order of the lookups after a clear. A
@@ -41,7 +38,7 @@ from collections.abc import Callable
 ENTRIES = 4096
 #: Names and classes the plan is drawn from: an entry is picked by the type's version tag and
 #: the name's address, so names of several lengths (several allocator size classes) and
-#: several classes reach every entry (measured: 64 classes of 2,000 names reached all).
+#: several classes reach every entry.
 NAMES = 2000
 CLASSES = 64
 

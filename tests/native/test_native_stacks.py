@@ -64,7 +64,7 @@ def test_a_python_leak_gets_no_native_rerun() -> None:
 
 
 def test_a_rerun_that_leaves_nothing_allocated_says_so() -> None:
-    rerun = native_stacks(0, 5)
+    rerun = native_stacks(0, 5, 0.15)
     try:
         while True:
             next(rerun)

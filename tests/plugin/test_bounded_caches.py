@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pytest_membudget.evidence import rerun
+from pytest_membudget.evidence import steps
 
 SUITE = """
     import functools
@@ -54,7 +54,7 @@ SUITE = """
 def test_a_bounded_cache_filling_is_inconclusive_and_unbounded_growth_fails(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # What the verdict says, not how fast: a loaded machine must not cut the search short.
-    monkeypatch.setattr(rerun, "PATH_LEAST_SECONDS", 2.0)
+    monkeypatch.setitem(steps.SHARE, "paths_least", 2.5)
     pytester.makepyfile(test_caches=SUITE)
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly",
                                 "--membudget-json=report.json")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_membudget.evidence import rerun
+from pytest_membudget.evidence import steps
 
 
 def test_a_registry_and_a_closure_are_named_in_the_failure(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # What the text says, not how fast (bench/evidence.py measures that): the inner run is
     # in this process, and a loaded machine must not cut the search short.
-    monkeypatch.setattr(rerun, "PATH_LEAST_SECONDS", 10.0)
+    monkeypatch.setitem(steps.SHARE, "paths_least", 12.5)
     pytester.makepyfile(test_kept="""
         import pytest
         REGISTRY = []

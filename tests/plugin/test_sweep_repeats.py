@@ -236,14 +236,14 @@ def test_the_screen_length(pytester: pytest.Pytester) -> None:
 
         def test_seven_calls_at_most():
             CALLS[0] += 1
-            if CALLS[0] <= 6:  # growth in sight at the first settle point: the screen goes on
+            if CALLS[0] <= 6:  # growth in sight at the first reading point: the screen goes on
                 KEPT.append(object())  # two blocks a call: see SEEN in test_sweep_driver.py
                 KEPT.append(object())
             assert CALLS[0] <= 7
     """)
     # The screen reads again after its 4th measured call (the 7th call), sees that the
     # growth stopped, and stops there: no 8th call. A screen of 4 makes 2 + 4 (its last call
-    # grows nothing, so it is not flagged; the delta after the settle reading, the third,
+    # grows nothing, so it is not flagged; the delta after the reading, the third,
     # is left out).
     _, section = sweep_section(pytester, "--membudget-sweep")
     assert section["counts"] == {"clean": 1}, section
@@ -255,12 +255,12 @@ def test_the_screen_length(pytester: pytest.Pytester) -> None:
 
         def test_ten_calls_at_most():
             CALLS[0] += 1
-            if CALLS[0] <= 9:  # growth at every settle point (after 2, 4 and 6 measured)
+            if CALLS[0] <= 9:  # growth at every reading point (after 2, 4 and 6 measured)
                 KEPT.append(object())
                 KEPT.append(object())
             assert CALLS[0] <= 10
     """)
-    # A screen that does not settle makes all its calls: the default's 2 + 8 repeats reach
+    # A screen that never goes quiet makes all its calls: the default's 2 + 8 repeats reach
     # the 11th call, which raises.
     _, section = sweep_section(pytester, "--membudget-sweep")
     assert [e["failed_call"] for e in section["not_repeatable"]] == [10]

@@ -23,10 +23,11 @@ PACKAGE = ROOT / "pytest_membudget"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("vocabulary",),
     ("catalog",),
-    ("interpreter",),  # what the plugin assumes of the running interpreter, checked
+    # what the plugin assumes of the running interpreter, checked; whose code a frame is
+    ("interpreter", "frames"),
     ("judge",),
-    ("evidence",),
     ("probes",),
+    ("evidence",),
     ("measure",),
     ("sweep",),  # the driver, the screen, the outcome
     ("render",),

@@ -1,6 +1,6 @@
 """Whose line allocated a CUDA block, from the frames torch recorded with it.
 
-The rule is the host evidence's (:mod:`pytest_membudget.evidence.frames`): a library line
+The rule is the host evidence's (:mod:`pytest_membudget.frames`): a library line
 shows the user's own line beneath it. Two things are CUDA's own:
 
 - torch's Python frames are the allocation's machinery, passed over like pytest's, so that the
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own
+from pytest_membudget.frames import first_user, is_library, is_own
 
 #: What a row of the evidence says about where its blocks came from.
 PYTHON = "python"  # the Python stack of the allocation

@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own
+from pytest_membudget.frames import first_user, is_library, is_own
 from pytest_membudget.probes.packages import in_packages
 
 #: CuPy's own packages: their code is CuPy's machinery.

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pytest_membudget.evidence.frames import first_user, is_library, is_own, source_line
+from pytest_membudget.frames import first_user, is_library, is_own, source_line
 from pytest_membudget.probes.packages import in_packages
 
 #: JAX's own packages: their code is JAX's machinery, wherever they are installed.

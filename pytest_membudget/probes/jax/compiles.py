@@ -14,7 +14,7 @@ import sys
 from collections import Counter, deque
 from typing import Any
 
-from pytest_membudget.evidence.frames import is_own, is_user_frame, source_line
+from pytest_membudget.frames import is_own, is_user_frame, source_line
 from pytest_membudget.probes.jax.arrays import is_jax
 from pytest_membudget.probes.jax.explain import HEADER, parse, strongest
 

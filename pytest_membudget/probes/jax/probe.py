@@ -8,7 +8,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.jax.arrays import by_line, new_since, on_row, remember, tally
 from pytest_membudget.probes.jax.compiles import CompileLog
@@ -17,9 +16,8 @@ from pytest_membudget.probes.jax.runtime import DEVICE_PROBES, load, unavailable
 from pytest_membudget.probes.shared import SharedSource
 
 ARRAY_PROBES = ("jax_arrays", "jax_array_bytes")
-#: Arrays of the largest row the retaining-path search starts from, and its time.
+#: Arrays of the largest row a retaining-path search starts from.
 PATH_SAMPLES = 4
-PATH_SECONDS = 1.0
 
 
 class JaxSource(SharedSource):
@@ -85,12 +83,11 @@ class JaxSource(SharedSource):
         rows = by_line(new)
         found: dict[str, Any] = {"rows": rows, "count": len(new)}
         if rows:
-            sample = [a for a in new if on_row(a, rows[0])][-PATH_SAMPLES:]
-            label = "jax.Array"
-            found["paths"] = retaining_paths(
-                [(label, rows[0]["count"])], {label: sample},
-                time.perf_counter() + PATH_SECONDS, ignored=(new, rows, found))
-            del sample
+            # A few of the largest row's arrays, for the evidence to start a retaining path
+            # from (evidence/paths.py's paths_from, which puts the path in their place).
+            found["path_from"] = {"label": "jax.Array", "count": rows[0]["count"],
+                                  "objects": [a for a in new if on_row(a, rows[0])]
+                                  [-PATH_SAMPLES:]}
         del new
         found["seconds"] = round(time.perf_counter() - began, 6)
         return found

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from support.evidence_runs import evidence_of
 
-from pytest_membudget.evidence.census import Atoms, large_object_bytes
+from pytest_membudget.evidence import steps
+from pytest_membudget.evidence.census import large_object_bytes
 from pytest_membudget.evidence.rerun import collect
 from pytest_membudget.render.failure import atoms_line
 
@@ -24,9 +25,10 @@ def grown(evidence: dict[str, Any]) -> dict[str, int]:
 @pytest.fixture(params=[False, True], ids=["whole", "slow first listing"])
 def slow(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Either census: the whole heap listed twice, or (as when the first listing took longer
-    than Atoms.WHOLE_SECONDS) the second listing made in the rerun's new containers only.
+    than its share, steps.SHARE["whole_listing"]) the second listing made in the rerun's new
+    containers only.
     Either is forced: a machine loaded by other work can make the first listing slow."""
-    monkeypatch.setattr(Atoms, "WHOLE_SECONDS", -1.0 if request.param else float("inf"))
+    monkeypatch.setitem(steps.SHARE, "whole_listing", -1.0 if request.param else float("inf"))
     return bool(request.param)
 
 
@@ -65,7 +67,7 @@ def test_bytes_put_into_an_older_container_are_counted_by_the_whole_listing_only
 
 
 def test_a_quick_first_listing_keeps_the_whole_census(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Atoms, "WHOLE_SECONDS", 60.0)
+    monkeypatch.setitem(steps.SHARE, "whole_listing", 100.0)
     run = collect({"gc_objects"}, iterations=10, start_iteration=0)
     try:
         while True:

@@ -21,7 +21,7 @@ def _without_memray(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_memray_the_evidence_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch,
                                                         ) -> None:
     _without_memray(monkeypatch)
-    rerun = native_stacks(0, 10)
+    rerun = native_stacks(0, 10, 0.15)
     with pytest.raises(StopIteration) as done:
         next(rerun)  # not one iteration is run without it
     assert done.value.value == {"missing": INSTALL}
@@ -65,7 +65,7 @@ def test_a_memray_that_does_not_import_is_named(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(native.importlib.util, "find_spec", lambda name, *a: object())
     monkeypatch.setitem(sys.modules, "memray", None)  # import memray raises ImportError
     with pytest.raises(StopIteration) as done:
-        next(native_stacks(0, 10))
+        next(native_stacks(0, 10, 0.15))
     assert "does not import" in done.value.value["missing"]
     assert INSTALL in done.value.value["missing"]
 

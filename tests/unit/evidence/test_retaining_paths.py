@@ -13,7 +13,7 @@ import pytest
 from support.evidence_runs import evidence_of
 
 from pytest_membudget import interpreter
-from pytest_membudget.evidence import census, rerun
+from pytest_membudget.evidence import steps
 from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.render.retention import path_text
 from pytest_membudget.vocabulary import RootKind
@@ -26,10 +26,10 @@ def _time_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a path is, not how fast it comes (bench/evidence.py measures that): a machine
     loaded by other work must not cut the search short, and a heap grown by the tests that
     ran before (pytester's inner sessions) must not make the second count list the rerun's
-    own containers only (census.Atoms.WHOLE_SECONDS), which misses atoms kept in older
+    own containers only (steps.SHARE["whole_listing"]), which misses atoms kept in older
     ones, such as a class's list made at import."""
-    monkeypatch.setattr(rerun, "PATH_LEAST_SECONDS", 10.0)
-    monkeypatch.setattr(census.Atoms, "WHOLE_SECONDS", 60.0)
+    monkeypatch.setitem(steps.SHARE, "paths_least", 12.5)
+    monkeypatch.setitem(steps.SHARE, "whole_listing", 100.0)
 
 
 class Registry:

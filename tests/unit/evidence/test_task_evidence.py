@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.evidence.frames import is_user_frame
-from pytest_membudget.evidence.tasks import ORIGIN_DEPTH, TaskWatch, pending_tasks
+from pytest_membudget.evidence.steps import STACK_FRAMES
+from pytest_membudget.evidence.tasks import TaskWatch, pending_tasks
+from pytest_membudget.frames import is_user_frame
 from pytest_membudget.probes import ProbeError
 from pytest_membudget.probes.tasks import AsyncioTasksProbe
 
@@ -57,7 +58,7 @@ def test_new_pending_tasks_are_grouped_with_their_creation_line() -> None:
         depth = sys.get_coroutine_origin_tracking_depth()
         watch = TaskWatch(is_user_frame)
         watch.track()
-        assert sys.get_coroutine_origin_tracking_depth() == max(depth, ORIGIN_DEPTH)
+        assert sys.get_coroutine_origin_tracking_depth() == max(depth, STACK_FRAMES)
         tasks = start_workers(5)
         await asyncio.sleep(0)  # the workers reach their await
         watch.stop()

@@ -20,7 +20,8 @@ from pytest_membudget.judge.policy import (
     reading_of,
 )
 from pytest_membudget.judge.spec import Budget, BudgetSpec
-from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, hold_back, judge
+from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, judge
+from pytest_membudget.judge.witness import hold_back
 from pytest_membudget.settings import default_run
 
 AUTO = default_run()

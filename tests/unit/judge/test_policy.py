@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_membudget.judge.fill import filling
 from pytest_membudget.judge.fit import Trend
 from pytest_membudget.judge.policy import (
     FEWEST_CALLS,
@@ -15,7 +16,6 @@ from pytest_membudget.judge.policy import (
     Reading,
     RunPolicy,
     StopReason,
-    filling_alone,
     growth_slopes,
 )
 from pytest_membudget.judge.spec import Budget
@@ -314,6 +314,6 @@ def test_python_objects_growing_beside_a_malloc_failure_are_not_a_fill(
                        "malloc": judged("malloc", 4144.0, 4112.0, Status.FAIL)})
     slopes = growth_slopes(verdict)
     assert tuple(name for name, _ in slopes) == expected
-    assert filling_alone(slopes) is (expected == ("malloc",))
+    assert filling(dict(slopes)) is (expected == ("malloc",))
     # Nothing failing: nothing read, growing or not.
     assert growth_slopes(Verdict({"py_blocks": blocks})) == ()

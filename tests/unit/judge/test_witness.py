@@ -8,7 +8,8 @@ import numpy as np
 from support import series
 
 from pytest_membudget.judge.spec import Budget, BudgetSpec
-from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, hold_back, judge, witnesses
+from pytest_membudget.judge.verdict import AMBIGUOUS, PASS, judge
+from pytest_membudget.judge.witness import hold_back, witnesses
 from pytest_membudget.measure.loop import open_measurement
 from pytest_membudget.settings import default_run
 
@@ -73,7 +74,7 @@ def test_the_witness_is_sampled_but_not_reported() -> None:
 def test_a_measured_probe_serves_as_its_own_witness() -> None:
     spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), AUTO)
     m = open_measurement(spec, ("rss", "py_blocks"))
-    assert m.hidden == {"malloc"} and m.witnesses == {"rss": ("py_blocks", "malloc")}
+    assert m.hidden == {"malloc"} and list(m.probes) == ["rss", "py_blocks", "malloc"]
 
 
 FLAT_BLOCKS = np.full(N, 200_000.0)
@@ -106,7 +107,7 @@ def test_native_bytes_within_the_budget_do_not_hold_a_pass() -> None:
 def test_without_mallinfo2_the_native_witness_is_skipped(monkeypatch) -> None:
     from pytest_membudget.probes import malloc
 
-    monkeypatch.setattr(malloc, "_mallinfo2", lambda: None)
+    monkeypatch.setattr(malloc, "mallinfo2", lambda: None)
     spec = BudgetSpec((Budget("rss", "slope", 0.0, "t"),), AUTO)
     m = open_measurement(spec, ("rss",))
-    assert m.hidden == {"py_blocks"} and m.witnesses == {"rss": ("py_blocks",)}
+    assert m.hidden == {"py_blocks"} and list(m.probes) == ["rss", "py_blocks"]

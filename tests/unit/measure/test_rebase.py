@@ -37,16 +37,17 @@ def run(monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> tuple[Measur
                       dict.fromkeys(names, 0), "in test")
     probes: dict[str, Probe] = {name: Counter(name) for name in names}
     judged = 0
-    judge = Measurement.judge
+    facts = Measurement.facts
 
-    def leaving(m: Measurement):  # type: ignore[no-untyped-def]
+    def leaving(m: Measurement, *args, **kwargs):  # type: ignore[no-untyped-def]
         nonlocal judged
         judged += 1
         for probe in probes.values():
             probe.count += LEFT  # type: ignore[attr-defined]
-        return judge(m)
+        return facts(m, *args, **kwargs)
 
-    monkeypatch.setattr(Measurement, "judge", leaving)
+    # Each judgement reads the window's facts once.
+    monkeypatch.setattr(Measurement, "facts", leaving)
     m = Measurement(spec, probes, capacity_for(spec))
     for _ in measure(spec, probes, m):
         until = time.perf_counter() + 0.0002
@@ -83,14 +84,14 @@ def test_a_judgements_temporaries_are_not_the_workloads_peak(
 
     spec = build_spec(default_run(max_seconds=600.0, evidence=False), (), {"heap": 0},
                       "in test")
-    judge = Measurement.judge
+    facts = Measurement.facts
 
-    def with_temporaries(m: Measurement):  # type: ignore[no-untyped-def]
+    def with_temporaries(m: Measurement, *args, **kwargs):  # type: ignore[no-untyped-def]
         scratch = bytearray(16 * 1024**2)  # traced, and freed before the next iteration
         del scratch
-        return judge(m)
+        return facts(m, *args, **kwargs)
 
-    monkeypatch.setattr(Measurement, "judge", with_temporaries)
+    monkeypatch.setattr(Measurement, "facts", with_temporaries)
     probes: dict[str, Probe] = {"heap": HeapProbe()}
     m = Measurement(spec, probes, capacity_for(spec))
     for _ in measure(spec, probes, m):

@@ -8,13 +8,13 @@ from pytest_membudget.probes.osres import ThreadsProbe
 
 
 class ScriptedThreads(ThreadsProbe):
-    """Counts come from a script; the last value repeats. ``settle``: the settle time, long
+    """Counts come from a script; the last value repeats. ``settle``: the re-read time, long
     where a test needs every re-read to happen even on a loaded machine."""
 
-    def __init__(self, counts: list[float], settle: float = ThreadsProbe.SETTLE_SECONDS) -> None:
+    def __init__(self, counts: list[float], settle: float = ThreadsProbe.REREAD_SECONDS) -> None:
         self._script = list(counts)
         self.calls = 0
-        self.SETTLE_SECONDS = settle
+        self.REREAD_SECONDS = settle
 
     def _count(self) -> float:
         self.calls += 1
@@ -41,7 +41,7 @@ def test_a_steady_count_costs_one_read() -> None:
     assert probe.calls == 11
 
 
-def test_a_lasting_rise_is_reported_after_the_settle_time() -> None:
+def test_a_lasting_rise_is_reported_after_the_reread_time() -> None:
     probe = ScriptedThreads([4, 5])
     probe.start()
     assert probe.read() == 5
@@ -74,5 +74,5 @@ def test_joined_threads_do_not_count_on_the_real_process() -> None:
             counted.append(probe.read() - before)
     finally:
         probe.stop()
-    # Without the settle about 1 reading in 70 counted joined threads (4 expected here).
+    # Without the re-read about 1 reading in 70 counted joined threads (4 expected here).
     assert sum(extra > 0 for extra in counted) <= 1, counted

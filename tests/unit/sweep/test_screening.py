@@ -6,15 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_membudget.catalog import PAGE
-from pytest_membudget.sweep.screen import (
+from pytest_membudget.catalog import PAGE, ScreenRule
+from pytest_membudget.judge.screen import (
     RULES,
     SCREEN_PROBES,
-    Step,
     flagged,
+    quiet,
+    reading_points,
     rule_columns,
-    settle_points,
-    settled,
 )
 
 
@@ -61,20 +60,20 @@ def test_a_single_sample_says_nothing() -> None:
 
 
 def test_rules_can_be_given() -> None:
-    rules = {"py_blocks": Step(2.0)}
+    rules = {"py_blocks": ScreenRule(2.0)}
     assert flagged({"py_blocks": series(1, 2, 3)}, rules) == {}
     assert flagged({"py_blocks": series(1, 3, 5)}, rules) == {"py_blocks": 4.0}
 
 
 def block(**columns: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The samples of a screen so far as the settle check takes them, with the rules."""
+    """The samples of a screen so far as the quiet check takes them, with the rules."""
     least, every = rule_columns(tuple(columns))
     return np.column_stack([series(*v) for v in columns.values()]), least, every
 
 
-def test_a_screen_settles_once_no_probe_can_be_flagged() -> None:
+def test_a_screen_is_quiet_once_no_probe_can_be_flagged() -> None:
     # Each counter missed its threshold once; threads and descriptors never moved.
-    assert settled(*block(py_blocks=(10, 11, 11, 12), malloc=(0, 0, 0, 0),
+    assert quiet(*block(py_blocks=(10, 11, 11, 12), malloc=(0, 0, 0, 0),
                           threads=(3, 3, 3, 3), fds=(7, 7, 7, 7)))
 
 
@@ -88,29 +87,29 @@ def test_a_screen_settles_once_no_probe_can_be_flagged() -> None:
 ])
 def test_a_screen_goes_on_while_a_probe_could_still_be_flagged(
         columns: dict[str, tuple[float, ...]]) -> None:
-    assert not settled(*block(**columns))
+    assert not quiet(*block(**columns))
 
 
-def test_a_single_sample_has_not_settled() -> None:
-    assert not settled(*block(py_blocks=(1,)))
+def test_a_single_sample_is_not_quiet() -> None:
+    assert not quiet(*block(py_blocks=(1,)))
 
 
-def test_the_settle_points_are_every_second_call_at_the_default_length_and_half_a_longer_screen(
+def test_the_reading_points_are_every_second_call_at_the_default_length_and_half_a_longer_screen(
         ) -> None:
-    assert settle_points(8) == (2, 4, 6) and settle_points(4) == (2,)
-    assert settle_points(2) == () and settle_points(3) == (2,)
-    assert settle_points(16) == (8,) and settle_points(32) == (16,)
+    assert reading_points(8) == (2, 4, 6) and reading_points(4) == (2,)
+    assert reading_points(2) == () and reading_points(3) == (2,)
+    assert reading_points(16) == (8,) and reading_points(32) == (16,)
     # A slow test's screen reads after its first measured call too, at the default length
     # and below; a longer screen, asked for to see intermittent leaks, does not.
-    assert settle_points(8, slow=True) == (1, 2, 4, 6) and settle_points(2, slow=True) == (1,)
-    assert settle_points(16, slow=True) == (8,)
-    # Whatever settles at the settle point would not be flagged by the whole screen either.
+    assert reading_points(8, slow=True) == (1, 2, 4, 6) and reading_points(2, slow=True) == (1,)
+    assert reading_points(16, slow=True) == (8,)
+    # Whatever is quiet at the reading point would not be flagged by the whole screen either.
     values = (10, 11, 11, 12, 13, 14, 15, 16, 17)
-    assert settled(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}
+    assert quiet(*block(py_blocks=values[:5])) and flagged({"py_blocks": series(*values)}) == {}
 
 
 def test_a_skipped_delta_is_left_out_of_the_rule_but_not_of_the_growth() -> None:
-    # The delta across the screen's settle reading (index 2 here) read 0: a leak all the same.
+    # The delta across the screen's reading (index 2 here) read 0: a leak all the same.
     values = series(10, 11, 12, 12, 13, 14)
     assert flagged({"py_blocks": values}) == {}
     assert flagged({"py_blocks": values}, skip=[2]) == {"py_blocks": 4.0}

@@ -11,19 +11,19 @@ from collections.abc import Callable
 import pytest
 
 from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS
-from pytest_membudget.judge.spec import SpecError
-from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
-from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
-from pytest_membudget.sweep.outcome import SweepOutcome
-from pytest_membudget.sweep.screen import (
+from pytest_membudget.judge.screen import (
     EXACT_SECONDS,
     EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_WARMUP,
     SLOW_CALL,
     STEADY_PROBES,
-    settle_points,
+    reading_points,
 )
+from pytest_membudget.judge.spec import SpecError
+from pytest_membudget.settings import bind_bare_sweep_flag, default_run, parse_sweep
+from pytest_membudget.sweep.driver import confirmation_policy, full_spec, sweep_test
+from pytest_membudget.sweep.outcome import SweepOutcome
 from pytest_membudget.sweep.table import cut_short_text
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
@@ -53,7 +53,7 @@ def test_a_clean_body_is_screened_only() -> None:
     outcome = sweep(lambda: sum(range(100)))
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
     # Nothing moved in the first half of the screen: it stops there.
-    assert outcome.calls == SCREEN_WARMUP + settle_points(SCREEN_CALLS)[0]
+    assert outcome.calls == SCREEN_WARMUP + reading_points(SCREEN_CALLS)[0]
     assert outcome.flagged == {}
 
 
@@ -66,10 +66,10 @@ def test_a_screen_goes_on_while_growth_could_still_be_flagged() -> None:
 
     outcome = sweep(filling)
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.flagged == {}
-    # Every delta grew at the first two settle points (after 2 and 4 measured calls; the
+    # Every delta grew at the first two reading points (after 2 and 4 measured calls; the
     # warm-up took the first two blocks): the screen went on, and stopped at the third,
     # after the growth ended.
-    assert settle_points(SCREEN_CALLS) == (2, 4, 6)
+    assert reading_points(SCREEN_CALLS) == (2, 4, 6)
     assert outcome.calls == SCREEN_WARMUP + 6
 
 
@@ -192,7 +192,8 @@ def test_an_empty_body_reads_flat_from_the_first_call() -> None:
     must not add a block or an object to the first iterations of the window."""
     import numpy as np
 
-    from pytest_membudget.sweep.driver import ScreenMeasurement, drive, repeat, screen_spec
+    from pytest_membudget.sweep.driver import drive, repeat
+    from pytest_membudget.sweep.screen import ScreenMeasurement, screen_spec
 
     spec = screen_spec(default_run(), 12)
     for _ in range(3):
@@ -276,8 +277,8 @@ def test_growth_the_type_cache_holds_is_not_flagged(
     outcome = sweep(body)
     assert type_cache.armed and not outcome.flagged, outcome.to_dict()
     assert outcome.verdict is SweepVerdict.CLEAN and outcome.result is None
-    # The screen's calls alone, ended at its first settle point: no full verdict.
-    assert outcome.calls == SCREEN_WARMUP + settle_points(SCREEN_CALLS)[0]
+    # The screen's calls alone, ended at its first reading point: no full verdict.
+    assert outcome.calls == SCREEN_WARMUP + reading_points(SCREEN_CALLS)[0]
 
 
 def test_a_leak_of_blocks_is_flagged_and_confirmed_with_the_cache_cleared(
@@ -384,7 +385,7 @@ def test_a_heavy_buffer_filled_before_the_verdict_is_passed_on_malloc_where_rss_
         ) -> None:
     import numpy as np
 
-    from pytest_membudget.sweep.driver import screen_probes
+    from pytest_membudget.sweep.screen import screen_probes
 
     if "malloc" not in screen_probes():
         pytest.skip("malloc needs glibc's mallinfo2")
@@ -414,7 +415,7 @@ def native_bytes() -> Callable[[int], None]:
     import ctypes
     import ctypes.util
 
-    from pytest_membudget.sweep.driver import screen_probes
+    from pytest_membudget.sweep.screen import screen_probes
 
     if "malloc" not in screen_probes():
         pytest.skip("malloc needs glibc's mallinfo2")

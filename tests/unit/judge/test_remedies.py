@@ -9,7 +9,7 @@ from pytest_membudget.measure.results import (
     BudgetOutcome,
     MembudgetResult,
     ProbeResult,
-    settle,
+    remedies_for,
 )
 from pytest_membudget.render.session import inconclusive_lines
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
@@ -51,10 +51,10 @@ def test_a_run_cut_short_is_unjudged_not_inconclusive() -> None:
     assert result(StopReason.RUNNING, complete=False).unsettled == []
 
 
-def test_settle_keeps_the_outcome() -> None:
+def test_remedies_keep_the_outcome() -> None:
     r = result(StopReason.CAP)
     outcome = r["rss"].outcomes[0]
-    assert settle(outcome, r).outcome is outcome
+    assert remedies_for(outcome, r).outcome is outcome
 
 
 @pytest.mark.parametrize(("stopped", "cap", "text"), [

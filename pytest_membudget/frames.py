@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 #: This package's own directory: its frames are never the line that leaked.
-PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
 #: Frames of the test framework, never the line that leaked (shared with the CUDA evidence).
 FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
 _OWN_PARTS = (PACKAGE_DIR + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)

@@ -1,0 +1,38 @@
+"""A fill that slows down is not a leak: glibc's bytes in use rise while a library's free
+lists or size-class caches fill under arrays of random sizes, each new size less likely than
+the last, and lose most of their slope as they go; a native leak of a fixed size per call
+keeps its slope, one of random sizes keeps its mean. One rule, with one parameter per probe
+(catalog ``fill_keeps``), read by the auto policy when a failure is seen again and by the
+sweep's second look at a test its screen flagged on such a probe alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pytest_membudget.catalog import PROBES
+
+
+def filling(growing: Iterable[str]) -> bool:
+    """Whether only probes whose growth may be a fill grow (catalog ``fill_keeps``); growth
+    of Python objects beside them (judge.policy.growth_slopes) is not a fill alone."""
+    names = list(growing)
+    return bool(names) and all(PROBES[name].fill_keeps > 0 for name in names)
+
+
+def slowing(first: Mapping[str, float], now: Mapping[str, float], *,
+            few_calls: bool = False) -> bool:
+    """Whether growth seen again (``now``: probe -> growth per call) is a fill slowing down
+    since it was first seen (``first``): fill probes alone grew both times, and each kept
+    less than its ``fill_keeps`` of its first growth. Read over a few calls (the sweep's
+    rounds of a screen's length, against tails of dozens of calls), the slack of the rule is
+    twice as wide: the share kept must be under 1 - 2 (1 - fill_keeps)."""
+    return filling(first) and filling(now) and all(
+        name in first and slope < kept(name, few_calls) * first[name]
+        for name, slope in now.items())
+
+
+def kept(probe: str, few_calls: bool = False) -> float:
+    """The share of its first growth a probe must keep for its growth to go on."""
+    keeps = PROBES[probe].fill_keeps
+    return 1.0 - 2.0 * (1.0 - keeps) if few_calls else keeps

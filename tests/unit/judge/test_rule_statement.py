@@ -1,0 +1,77 @@
+"""The rule at the top of docs/verdict.md is the rule that runs: every tuning constant of
+judge/ is named there, with its value (``NAME`` = value), so that a constant added to the rule
+or changed in it without the statement fails here."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+JUDGE = ROOT / "pytest_membudget" / "judge"
+#: The regression rule against a baseline has its own statement, in docs/gating.md.
+OTHER_STATEMENTS = {"regression.py"}
+UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3}
+
+
+def statement() -> str:
+    """The paragraph that begins with **The rule** in docs/verdict.md."""
+    text = (ROOT / "docs" / "verdict.md").read_text()
+    start = text.index("**The rule**")
+    return text[start:text.index("\n\n", start)]
+
+
+def rule_constants() -> dict[str, float]:
+    """Module-level names in capitals bound to a number in judge/'s modules."""
+    found: dict[str, float] = {}
+    for path in sorted(JUDGE.glob("*.py")):
+        if path.name in OTHER_STATEMENTS:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if not (isinstance(target, ast.Name) and target.id.isupper()):
+                    continue
+                try:
+                    number = ast.literal_eval(value)
+                except ValueError:
+                    continue
+                if isinstance(number, (int, float)) and not isinstance(number, bool):
+                    found[f"{path.stem}.{target.id}"] = float(number)
+    return found
+
+
+def stated(name: str, text: str) -> float | None:
+    """The value the statement gives ``name`` (``NAME`` = 8, = 6 s, = 10 ms), or None."""
+    match = re.search(rf"`{name}`\s+=\s+([0-9][0-9,.]*?)\.?(?:\s*(ms|s)\b)?[\s,;:)]", text)
+    if match is None:
+        return None
+    return float(match.group(1).replace(",", "")) * UNITS[match.group(2) or ""]
+
+
+def test_there_are_rule_constants() -> None:
+    assert {"fit.TAIL_BLOCKS", "policy.MIN_VERDICT_ITERATIONS"} <= set(rule_constants())
+
+
+@pytest.mark.parametrize("qualified", sorted(rule_constants()))
+def test_each_rule_constant_is_named_in_the_statement_with_its_value(qualified: str) -> None:
+    name = qualified.split(".")[-1]
+    value = stated(name, statement())
+    assert value is not None, f"{qualified} is not in the rule at the top of docs/verdict.md"
+    assert math.isclose(value, rule_constants()[qualified]), (qualified, value)
+
+
+def test_a_name_left_out_of_the_statement_is_found() -> None:
+    text = statement().replace("`TAIL_BLOCKS` = 8", "eight")
+    assert stated("TAIL_BLOCKS", text) is None
+    assert stated("TAIL_BLOCKS", "is cut into `TAIL_BLOCKS` = 8 blocks") == 8.0
+    assert stated("SLOW_CALL", "(a call of `SLOW_CALL` = 10 ms)") == 0.01
