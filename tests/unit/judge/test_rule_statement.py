@@ -13,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 JUDGE = ROOT / "pytest_membudget" / "judge"
-#: The regression rule against a baseline has its own statement, in docs/gating.md.
-OTHER_STATEMENTS = {"regression.py"}
+#: The regression rule against a baseline and its tolerances have their own statement, in
+#: docs/gating.md.
+OTHER_STATEMENTS = {"regression.py", "tolerance.py"}
 UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3}
 
 
