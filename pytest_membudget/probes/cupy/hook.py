@@ -11,21 +11,20 @@ from typing import Any
 
 from pytest_membudget.frames import first_user, is_library, is_own
 from pytest_membudget.probes.packages import in_packages
+from pytest_membudget.probes.records import TOP, CupyRow
 
 #: CuPy's own packages: their code is CuPy's machinery.
 CUPY_PACKAGES = ("cupy", "cupyx", "cupy_backends")
 HOOK_NAME = "pytest_membudget"
-TOP = 10
-#: Frames walked from an allocation outwards, at most.
-DEPTH = 64
 
 
 def _frames() -> list[tuple[str, int, str]]:
     """The Python stack of the allocation running now, innermost first, without CuPy's
-    machinery and the framework's."""
+    machinery and the framework's: 64 frames at most, which reach the user's line beneath
+    any library's calls, at every allocation of the window."""
     found: list[tuple[str, int, str]] = []
     frame = sys._getframe(2)
-    while frame is not None and len(found) < DEPTH:
+    while frame is not None and len(found) < 64:
         name = frame.f_code.co_filename
         if not in_packages(name, CUPY_PACKAGES) and not is_own(name):
             found.append((name, frame.f_lineno, frame.f_code.co_name))
@@ -80,7 +79,7 @@ def make_hook(cupy: Any, pool: Any) -> Any:
     return PoolWatch()
 
 
-def live_rows(live: dict[int, tuple[int, Any, Any]], top: int = TOP) -> list[dict[str, Any]]:
+def live_rows(live: dict[int, tuple[int, Any, Any]], top: int = TOP) -> list[CupyRow]:
     """The blocks in ``live`` by the line that allocated them, most bytes first."""
     rows: Counter[Any] = Counter()
     counts: Counter[Any] = Counter()
@@ -89,11 +88,11 @@ def live_rows(live: dict[int, tuple[int, Any, Any]], top: int = TOP) -> list[dic
         counts[(user, library)] += 1
     found = []
     for (user, library), size in rows.most_common(top):
-        row: dict[str, Any] = {"bytes": size, "count": counts[(user, library)]}
+        row: CupyRow = {"bytes": size, "count": counts[(user, library)]}
         if user is not None:
-            row.update(file=user[0], line=user[1], function=user[2])
+            row.update({"file": user[0], "line": user[1], "function": user[2]})
         if library is not None:
-            row.update(library_file=library[0], library_line=library[1],
-                       library_function=library[2])
+            row.update({"library_file": library[0], "library_line": library[1],
+                        "library_function": library[2]})
         found.append(row)
     return found

@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_membudget.probes import Probe, ProbeError
 from pytest_membudget.probes.cupy.hook import live_rows, make_hook
+from pytest_membudget.probes.records import CupyEvidence
 from pytest_membudget.probes.shared import SharedSource
 
 INSTALL = "install CuPy for your CUDA (or ROCm) version, e.g. pip install cupy-cuda12x"
@@ -104,7 +105,7 @@ class CupyProbe(Probe):
             return None
         return float(self.source.hook.highest)
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> dict[str, CupyEvidence] | None:
         if self.source is None or self.name not in ("cupy_used", "cupy_total"):
             return None
         return {"cupy": {"rows": live_rows(self.source.hook.live)}}

@@ -18,12 +18,10 @@ from typing import Any
 
 from pytest_membudget.frames import first_user, is_library, is_own, source_line
 from pytest_membudget.probes.packages import in_packages
+from pytest_membudget.probes.records import TOP, ArrayRow, MadeAt
 
 #: JAX's own packages: their code is JAX's machinery, wherever they are installed.
 JAX_PACKAGES = ("jax", "jaxlib")
-#: Rows of the evidence, and shapes listed per row.
-TOP = 10
-SHAPES = 4
 _AVAL = operator.attrgetter("aval")
 
 
@@ -79,45 +77,60 @@ def creation_lines(frames: Sequence[Any]) -> tuple[Any | None, Any | None]:
     return (user, site) if user is not None else (site, None)
 
 
-def _where(frame: Any | None, prefix: str) -> dict[str, Any]:
-    if frame is None:
-        return {}
-    return {f"{prefix}file": str(frame.file_name), f"{prefix}line": int(frame.line_num),
-            f"{prefix}function": str(frame.function_name),
-            f"{prefix}code": source_line(str(frame.file_name), int(frame.line_num))}
+class _Where(MadeAt, total=False):
+    code: str
+    library_code: str
 
 
-def by_line(arrays: Sequence[Any], top: int = TOP) -> list[dict[str, Any]]:
+def _where(user: Any | None, library: Any | None) -> _Where:
+    """Where a creation stack's arrays were made (see creation_lines), with each line's
+    source."""
+    found: _Where = {}
+    if user is not None:
+        file, line = str(user.file_name), int(user.line_num)
+        found.update({"file": file, "line": line, "function": str(user.function_name),
+                      "code": source_line(file, line)})
+    if library is not None:
+        file, line = str(library.file_name), int(library.line_num)
+        found.update({"library_file": file, "library_line": line,
+                      "library_function": str(library.function_name),
+                      "library_code": source_line(file, line)})
+    return found
+
+
+def by_line(arrays: Sequence[Any], top: int = TOP) -> list[ArrayRow]:
     """``arrays`` grouped by the line that created them (and the library line under it),
-    most bytes first: their count and bytes, and the commonest shapes and dtypes."""
+    most bytes first: their count and bytes, and the commonest shapes and dtypes (four of
+    them, and how many more: a row is read at a glance)."""
     groups: dict[Any, Counter[Any]] = {}
-    stacks: dict[Any, tuple[dict[str, Any], ...]] = {}
+    stacks: dict[Any, _Where] = {}
     for array in arrays:
         stack = getattr(array, "traceback", None)
         groups.setdefault(stack, Counter())[_AVAL(array)] += 1
-    rows: dict[tuple[tuple[str, Any], ...], Counter[Any]] = {}
+    rows: dict[tuple[tuple[str, object], ...], tuple[_Where, Counter[Any]]] = {}
     for stack, avals in groups.items():
         if stack not in stacks:
-            user, library = creation_lines(stack.frames) if stack is not None else (None, None)
-            stacks[stack] = (_where(user, ""), _where(library, "library_"))
-        key = tuple({**stacks[stack][0], **stacks[stack][1]}.items())
-        rows.setdefault(key, Counter()).update(avals)
+            stacks[stack] = _where(*(creation_lines(stack.frames) if stack is not None
+                                     else (None, None)))
+        key = tuple(stacks[stack].items())
+        rows.setdefault(key, (stacks[stack], Counter()))[1].update(avals)
     found = []
-    for key, avals in rows.items():
+    for where, avals in rows.values():
         shapes = sorted(((aval.str_short(), n, n * aval_bytes(aval)) for aval, n in avals.items()),
                         key=lambda s: -s[2])
-        found.append({**dict(key), "count": sum(avals.values()),
-                      "bytes": sum(size for _, _, size in shapes),
-                      "shapes": [{"aval": aval, "count": n, "bytes": size}
-                                 for aval, n, size in shapes[:SHAPES]],
-                      "more_shapes": max(len(shapes) - SHAPES, 0)})
+        listed = shapes[:4]
+        found.append(ArrayRow(**where, count=sum(avals.values()),
+                              bytes=sum(size for _, _, size in shapes),
+                              shapes=[{"aval": aval, "count": n, "bytes": size}
+                                      for aval, n, size in listed],
+                              more_shapes=len(shapes) - len(listed)))
     found.sort(key=lambda row: (-int(row["bytes"]), -int(row["count"])))
     return found[:top]
 
 
-def on_row(array: Any, row: dict[str, Any]) -> bool:
+def on_row(array: Any, row: ArrayRow) -> bool:
     """Whether ``array`` was created at ``row``'s line."""
     stack = getattr(array, "traceback", None)
     user, _ = creation_lines(stack.frames) if stack is not None else (None, None)
-    return _where(user, "").get("line") == row.get("line") and (
-        _where(user, "").get("file") == row.get("file"))
+    where = _where(user, None)
+    return where.get("line") == row.get("line") and where.get("file") == row.get("file")

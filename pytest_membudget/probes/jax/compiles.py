@@ -17,6 +17,7 @@ from typing import Any
 from pytest_membudget.frames import is_own, is_user_frame, source_line
 from pytest_membudget.probes.jax.arrays import is_jax
 from pytest_membudget.probes.jax.explain import HEADER, parse, strongest
+from pytest_membudget.probes.records import CompileRow, CompilesFound, Explanation
 
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 EXPLAIN_OPTION = "jax_explain_cache_misses"
@@ -24,9 +25,6 @@ EXPLAIN_OPTION = "jax_explain_cache_misses"
 #: pjit's before), and the persistent cache's, which also speak up under the option.
 EXPLAINERS = ("jax._src.interpreters.partial_eval", "jax._src.pjit")
 CACHE_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
-#: Explanations kept per function (the latest), and functions listed.
-KEPT = 3
-TOP = 8
 
 _active: CompileLog | None = None
 _registered = False
@@ -83,7 +81,9 @@ class CompileLog:
         self.recording = False
         self.functions: Counter[str] = Counter()
         self.sites: dict[str, Counter[tuple[str, int]]] = {}
-        self.explanations: dict[str, deque[dict[str, Any]]] = {}
+        #: Each function's latest three explanations: the remedy addresses the strongest
+        #: kind of change among them, the text shows the latest one's changes.
+        self.explanations: dict[str, deque[Explanation]] = {}
         self.misses: Counter[str] = Counter()
         #: Each function's arguments as its latest explained compilation passed them.
         self.latest: dict[str, dict[str, str]] = {}
@@ -133,28 +133,23 @@ class CompileLog:
         if not self.recording:
             return
         self.misses[name] += 1
-        self.explanations.setdefault(name, deque(maxlen=KEPT)).append(found)
+        self.explanations.setdefault(name, deque(maxlen=3)).append(found)
 
-    def evidence(self) -> dict[str, Any]:
-        """The functions that compiled in the window, most compilations first."""
+    def evidence(self) -> CompilesFound:
+        """The functions that compiled in the window, most compilations first (eight: those
+        that compiled most are where the time goes)."""
         rows = []
-        for name, count in self.functions.most_common(TOP):
-            row: dict[str, Any] = {"function": name, "compiles": count}
+        for name, count in self.functions.most_common(8):
+            row: CompileRow = {"function": name, "compiles": count}
             site = self.sites.get(name)
             if site:
                 (row["call_file"], row["call_line"]), row["call_count"] = site.most_common(1)[0]
             explained = list(self.explanations.get(name, ()))
             if explained:
-                latest = explained[-1]
-                kind = latest["kind"]
-                for earlier in explained[:-1]:
-                    kind = strongest(kind, earlier["kind"])
-                row.update(kind=kind, explained=self.misses[name], changes=latest["changes"],
-                           **{k: latest[k] for k in ("defined_file", "defined_line",
-                                                      "call_file", "call_line")
-                              if latest.get(k) is not None})
-            if row.get("call_file"):
-                row["call_code"] = source_line(row["call_file"], row["call_line"])
+                _explain(row, explained, self.misses[name])
+            call_file, call_line = row.get("call_file"), row.get("call_line")
+            if call_file and call_line is not None:
+                row["call_code"] = source_line(call_file, call_line)
             rows.append(row)
         return {"functions": rows, "total": sum(self.functions.values()),
                 "explanations": self.option_was is not None}
@@ -170,3 +165,22 @@ class CompileLog:
         if self.option_was is False:
             self.jax.config.update(EXPLAIN_OPTION, False)
         self.option_was = None
+
+
+def _explain(row: CompileRow, explained: list[Explanation], misses: int) -> None:
+    """Put a function's explanations (oldest first) in its row: the strongest kind of change
+    among them, how many compilations were explained, the latest one's changes, and where it
+    says the function is defined and called."""
+    latest = explained[-1]
+    kind = latest["kind"]
+    for earlier in explained[:-1]:
+        kind = strongest(kind, earlier["kind"])
+    row.update({"kind": kind, "explained": misses, "changes": latest["changes"]})
+    if latest.get("defined_file") is not None:
+        row["defined_file"] = latest.get("defined_file")
+    if latest.get("defined_line") is not None:
+        row["defined_line"] = latest.get("defined_line")
+    if latest.get("call_file") is not None:
+        row["call_file"] = latest.get("call_file")
+    if latest.get("call_line") is not None:
+        row["call_line"] = latest.get("call_line")

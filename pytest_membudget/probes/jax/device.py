@@ -16,9 +16,7 @@ from typing import Any
 
 from pytest_membudget.probes.jax.arrays import aval_bytes, creation_lines
 from pytest_membudget.probes.jax.runtime import CURRENT_KEYS, PEAK_KEYS, first_key
-
-#: Arrays counted at a new highest sample, at most (the census walks each one's stack).
-CENSUS_MOST = 100_000
+from pytest_membudget.probes.records import TOP, DeviceRow, JaxDevicePeak
 
 
 def figure(stats: list[Any], keys: tuple[str, ...]) -> float:
@@ -67,7 +65,9 @@ class DeviceAllocator:
             return
         self.highest = used
         arrays = self.jax.live_arrays()
-        if len(arrays) > CENSUS_MOST:
+        # Past a hundred thousand arrays the census (a walk of each one's stack, at every new
+        # highest sample) would cost the run more than its rows tell.
+        if len(arrays) > 100_000:
             self.census = None
             return
         self.census = Counter((getattr(a, "traceback", None), a.aval) for a in arrays)
@@ -79,11 +79,11 @@ class DeviceAllocator:
         now = figure(self.stats, PEAK_KEYS[probe])
         return now if now > self.marks_before.get(probe, 0.0) else None
 
-    def peak_evidence(self) -> dict[str, Any]:
+    def peak_evidence(self) -> JaxDevicePeak:
         """The mark before and after the run, and the arrays alive at the highest sample by
         the line that created them."""
         self.refresh()
-        found: dict[str, Any] = {
+        found: JaxDevicePeak = {
             "mark_before": self.marks_before.get("jax_device_used"),
             "mark_after": figure(self.stats, PEAK_KEYS["jax_device_used"]),
             "highest_sample": self.highest if self.highest >= 0 else None}
@@ -92,7 +92,7 @@ class DeviceAllocator:
         return found
 
 
-def census_rows(census: Counter[Any], top: int = 10) -> list[dict[str, Any]]:
+def census_rows(census: Counter[Any], top: int = TOP) -> list[DeviceRow]:
     """The census's arrays by creation line, most bytes first."""
     rows: dict[tuple[Any, ...], list[int]] = {}
     for (stack, aval), count in census.items():
@@ -104,8 +104,8 @@ def census_rows(census: Counter[Any], top: int = 10) -> list[dict[str, Any]]:
         entry = rows.setdefault(key, [0, 0])
         entry[0] += count
         entry[1] += count * aval_bytes(aval)
-    found = [{"file": k[0], "line": k[1], "function": k[2], "library_file": k[3],
-              "library_line": k[4], "count": n, "bytes": size}
-             for k, (n, size) in rows.items()]
+    found: list[DeviceRow] = [
+        {"file": k[0], "line": k[1], "function": k[2], "library_file": k[3],
+         "library_line": k[4], "count": n, "bytes": size} for k, (n, size) in rows.items()]
     found.sort(key=lambda row: -int(row["bytes"]))
     return found[:top]

@@ -11,8 +11,9 @@ again on the same line, is a function created anew on each call (a jit inside th
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
 
+from pytest_membudget.probes.records import Change, Explanation
 from pytest_membudget.vocabulary import Recompile
 
 HEADER = "TRACING CACHE MISS"
@@ -36,13 +37,13 @@ def _site(text: str) -> tuple[str | None, int | None]:
     return (match["file"], int(match["line"])) if match else (text.strip() or None, None)
 
 
-def parse(text: str) -> dict[str, Any] | None:
+def parse(text: str) -> Explanation | None:
     """One explanation as data (None for a text that is not one): the call site, the
     function and where it is defined, the kind of change and each change."""
     lines = text.splitlines()
     if not lines or not lines[0].startswith(HEADER):
         return None
-    found: dict[str, Any] = {"function": None, "kind": Recompile.OTHER.value, "changes": []}
+    found: Explanation = {"function": None, "kind": Recompile.OTHER.value, "changes": []}
     head = _CALLSITE.match(lines[0])
     if head:
         found["call_file"], found["call_line"] = _site(head["site"])
@@ -55,7 +56,7 @@ def parse(text: str) -> dict[str, Any] | None:
     return found
 
 
-def _read_line(line: str, found: dict[str, Any]) -> None:
+def _read_line(line: str, found: Explanation) -> None:
     for pattern in (_FOR, _NEVER):
         match = pattern.match(line)
         if match and found["function"] is None:
@@ -68,8 +69,9 @@ def _read_line(line: str, found: dict[str, Any]) -> None:
     if REDEFINED in line:
         found["kind"] = Recompile.REDEFINED.value
         return
-    for pattern, read in ((_TREE, _tree_change), (_TYPE, _type_change),
-                          (_CONTEXT, _context_change)):
+    readers: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Change]], ...] = (
+        (_TREE, _tree_change), (_TYPE, _type_change), (_CONTEXT, _context_change))
+    for pattern, read in readers:
         match = pattern.match(line)
         if match:
             change = read(match)
@@ -78,10 +80,10 @@ def _read_line(line: str, found: dict[str, Any]) -> None:
             return
 
 
-def _type_change(match: re.Match[str]) -> dict[str, Any]:
+def _type_change(match: re.Match[str]) -> Change:
     now, before = _SHORT.match(match["now"]), _SHORT.match(match["before"])
-    change = {"arg": match["arg"], "now": match["now"], "before": match["before"],
-              "kind": Recompile.OTHER.value}
+    change: Change = {"arg": match["arg"], "now": match["now"], "before": match["before"],
+                      "kind": Recompile.OTHER.value}
     if now and before:
         if now["dtype"] != before["dtype"]:
             change["kind"] = Recompile.DTYPE.value
@@ -92,7 +94,7 @@ def _type_change(match: re.Match[str]) -> dict[str, Any]:
     return change
 
 
-def _tree_change(match: re.Match[str]) -> dict[str, Any]:
+def _tree_change(match: re.Match[str]) -> Change:
     now, before = _STATIC.search(match["now"]), _STATIC.search(match["before"])
     if now and before:
         return {"arg": match["arg"], "now": now["value"], "before": before["value"],
@@ -101,7 +103,7 @@ def _tree_change(match: re.Match[str]) -> dict[str, Any]:
             "kind": Recompile.PYTREE.value, "why": match["why"]}
 
 
-def _context_change(match: re.Match[str]) -> dict[str, Any]:
+def _context_change(match: re.Match[str]) -> Change:
     return {"arg": match["arg"], "now": match["now"], "before": match["before"],
             "kind": Recompile.CONTEXT.value}
 

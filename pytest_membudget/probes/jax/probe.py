@@ -13,11 +13,10 @@ from pytest_membudget.probes.jax.arrays import by_line, new_since, on_row, remem
 from pytest_membudget.probes.jax.compiles import CompileLog
 from pytest_membudget.probes.jax.device import DeviceAllocator
 from pytest_membudget.probes.jax.runtime import DEVICE_PROBES, load, unavailable_reason
+from pytest_membudget.probes.records import ArraysFound, JaxDevicePeak, JaxEvidence
 from pytest_membudget.probes.shared import SharedSource
 
 ARRAY_PROBES = ("jax_arrays", "jax_array_bytes")
-#: Arrays of the largest row a retaining-path search starts from.
-PATH_SAMPLES = 4
 
 
 class JaxSource(SharedSource):
@@ -32,7 +31,7 @@ class JaxSource(SharedSource):
         self.compiles: CompileLog | None = None
         self.device: DeviceAllocator | None = None
         self.before: dict[int, Any] = {}
-        self.found: dict[str, Any] | None = None
+        self.found: JaxEvidence | None = None
 
     @classmethod
     def for_probe(cls, name: str) -> JaxSource:
@@ -66,7 +65,7 @@ class JaxSource(SharedSource):
         if self.device is not None:
             self.device.after_sample()
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self) -> dict[str, JaxEvidence]:
         """Once per failing run: the arrays made in the window and still alive, by line, and
         what keeps the largest row alive; the functions that compiled in the window."""
         if self.found is None:
@@ -77,17 +76,17 @@ class JaxSource(SharedSource):
                 self.found["compiles"] = self.compiles.evidence()
         return {"jax": self.found}
 
-    def _arrays(self) -> dict[str, Any]:
+    def _arrays(self) -> ArraysFound:
         began = time.perf_counter()
         new = new_since(self.jax.live_arrays(), self.before)
         rows = by_line(new)
-        found: dict[str, Any] = {"rows": rows, "count": len(new)}
+        found: ArraysFound = {"rows": rows, "count": len(new)}
         if rows:
-            # A few of the largest row's arrays, for the evidence to start a retaining path
-            # from (evidence/paths.py's paths_from, which puts the path in their place).
+            # A few of the largest row's arrays (four: a short path needs a few samples), for
+            # the evidence to start a retaining path from (evidence/paths.py's paths_from,
+            # which puts the path in their place).
             found["path_from"] = {"label": "jax.Array", "count": rows[0]["count"],
-                                  "objects": [a for a in new if on_row(a, rows[0])]
-                                  [-PATH_SAMPLES:]}
+                                  "objects": [a for a in new if on_row(a, rows[0])][-4:]}
         del new
         found["seconds"] = round(time.perf_counter() - began, 6)
         return found
@@ -149,10 +148,10 @@ class JaxProbe(Probe):
             return None
         return source.device.peak(self.name)
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> dict[str, JaxEvidence] | None:
         return self.source.evidence() if self.source is not None else None
 
-    def peak_evidence(self) -> dict[str, Any] | None:
+    def peak_evidence(self) -> dict[str, JaxDevicePeak] | None:
         source = self.source
         if source is None or source.device is None or self.name not in DEVICE_PROBES:
             return None
