@@ -82,7 +82,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
         f"bounds are one-sided at {confidence:.0%}",
     ]
     lines += [f"  - {reason}" for reason in reasons]
-    lines += [f"  note: {line}" for line in note_reasons({"notes": result.notes})]
+    lines += [f"  note: {line}" for line in note_reasons(result.notes)]
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)
