@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_membudget.artifacts.document import Document
 from pytest_membudget.artifacts.files import ReportFileError, read_document
 
 OK, REGRESSION, BAD_INPUT = 0, 1, 2
@@ -28,7 +29,7 @@ class InputError(Exception):
     """Input the command cannot use; the message says what to do."""
 
 
-def _load(path: str) -> dict[str, Any]:
+def _load(path: str) -> Document:
     try:
         return read_document(Path(path))
     except ReportFileError as exc:

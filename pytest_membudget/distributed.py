@@ -19,14 +19,27 @@ import os
 import socket
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import pytest
+
+from pytest_membudget.measure.records import ResultRecord
 
 #: Key in ``config.workeroutput``; its value is a plain dict (execnet carries only plain data).
 OUTPUT_KEY = "membudget"
 #: Name under which the hooks are registered with the plugin manager.
 PLUGIN_NAME = "membudget-xdist"
+
+
+class WorkerFacts(TypedDict):
+    """What a worker tells the controller about itself: its process, its host, the CPU cores
+    it may run on, the budgeted tests it ran and their seconds."""
+
+    pid: int
+    host: str
+    cpus: int
+    budgeted: int
+    seconds: float
 
 
 class OversubscribedWarning(pytest.PytestWarning):
@@ -45,7 +58,7 @@ def available_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def worker_facts(reports: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+def worker_facts(reports: Iterable[tuple[str, ResultRecord]]) -> WorkerFacts:
     """What a worker tells the controller about itself, as plain data."""
     results = list(reports)
     return {
@@ -57,7 +70,7 @@ def worker_facts(reports: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, 
     }
 
 
-def summary_line(workers: Mapping[str, Mapping[str, Any]]) -> str:
+def summary_line(workers: Mapping[str, WorkerFacts]) -> str:
     """One line for the terminal summary: budgeted tests per worker."""
     busy = {wid: facts for wid, facts in sorted(workers.items()) if facts.get("budgeted")}
     total = sum(int(facts["budgeted"]) for facts in busy.values())
@@ -72,10 +85,10 @@ def summary_line(workers: Mapping[str, Mapping[str, Any]]) -> str:
     )
 
 
-def oversubscription(workers: Mapping[str, Mapping[str, Any]]) -> str | None:
+def oversubscription(workers: Mapping[str, WorkerFacts]) -> str | None:
     """A warning text when, on some machine, more workers ran budgeted tests than it has
     CPU cores; None otherwise."""
-    by_host: dict[str, list[Mapping[str, Any]]] = {}
+    by_host: dict[str, list[WorkerFacts]] = {}
     for facts in workers.values():
         if facts.get("budgeted"):
             by_host.setdefault(str(facts.get("host", "")), []).append(facts)
@@ -96,10 +109,10 @@ def oversubscription(workers: Mapping[str, Mapping[str, Any]]) -> str | None:
 class XdistHooks:
     """Both sides of the exchange; each method acts only on its own side."""
 
-    def __init__(self, config: pytest.Config, reports: list[tuple[str, dict[str, Any]]]) -> None:
+    def __init__(self, config: pytest.Config, reports: list[tuple[str, ResultRecord]]) -> None:
         self.config = config
         self.reports = reports
-        self.workers: dict[str, dict[str, Any]] = {}
+        self.workers: dict[str, WorkerFacts] = {}
         #: The oversubscription warning, when a warnings filter turned it into an error.
         self.error: str | None = None
 
@@ -126,8 +139,8 @@ class XdistHooks:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", None) or {}
         facts = output.get(OUTPUT_KEY)
-        if isinstance(facts, dict):
-            self.workers[str(node.gateway.id)] = facts
+        if isinstance(facts, dict):  # what worker_facts made, carried as plain data
+            self.workers[str(node.gateway.id)] = cast(WorkerFacts, facts)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
@@ -140,7 +153,7 @@ class XdistHooks:
                                         red=True)
 
 
-def register(config: pytest.Config, reports: list[tuple[str, dict[str, Any]]]) -> None:
+def register(config: pytest.Config, reports: list[tuple[str, ResultRecord]]) -> None:
     """Add the xdist hooks when pytest-xdist is active in this run."""
     if config.pluginmanager.hasplugin("xdist") and not config.pluginmanager.has_plugin(
         PLUGIN_NAME

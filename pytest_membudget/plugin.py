@@ -13,15 +13,17 @@ from pytest_membudget import settings as _settings
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
+from pytest_membudget.measure.records import ResultRecord
 from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
+from pytest_membudget.sweep.outcome import SweepRecord
 from pytest_membudget.vocabulary import GcPolicy, StopReason, SweepMode
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
 #: Set on an async test whose body the async plugin runs through MemBudget.async_test.
 MEASURED_ASYNC_KEY = pytest.StashKey[bool]()
-REPORTS_KEY = pytest.StashKey[list[tuple[str, dict[str, Any]]]]()
-SWEEP_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+REPORTS_KEY = pytest.StashKey[list[tuple[str, ResultRecord]]]()
+SWEEP_KEY = pytest.StashKey[dict[str, SweepRecord]]()
 MARKER = "membudget"
 FIXTURE = "membudget"
 
@@ -292,7 +294,7 @@ def pytest_runtest_makereport(
     return report
 
 
-def with_phases(data: dict[str, Any] | None, state: MemBudget) -> dict[str, Any]:
+def with_phases(data: ResultRecord | None, state: MemBudget) -> ResultRecord:
     """A test's report data with its phases; a test that measured phases only gets the
     same keys as one that ran a workload, with no probes of its own."""
     phases = state.phases.to_list()
@@ -314,7 +316,7 @@ class ReportCollector:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.results: list[tuple[str, dict[str, Any]]] = config.stash[REPORTS_KEY]
+        self.results: list[tuple[str, ResultRecord]] = config.stash[REPORTS_KEY]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "membudget", None)

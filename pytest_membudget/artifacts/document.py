@@ -13,10 +13,14 @@ import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_membudget.judge.numbers import finite_or_none
+from pytest_membudget.measure.records import ProbeRecord, ResultRecord
 from pytest_membudget.measure.results import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from pytest_membudget.sweep.table import SweepDocument
 
 #: Marks a file as ours; a JSON file without it is foreign.
 FORMAT = "pytest-membudget"
@@ -26,7 +30,51 @@ FORMAT = "pytest-membudget"
 SCHEMA = SCHEMA_VERSION
 #: Distributions whose versions are recorded (read from metadata: nothing is imported).
 VERSIONED = ("pytest", "pytest-membudget", "psutil", "numpy", "torch", "pytest-xdist")
-SAMPLE_KEYS = ("samples", "sample_iterations")
+
+
+class Machine(TypedDict):
+    """The machine a report was made on, and the fingerprint of the machines whose
+    baselines compare with it."""
+
+    system: str
+    machine: str
+    python_implementation: str
+    python_version: str
+    cpu_count: int | None
+    cuda_device: str | None
+    fingerprint: str
+
+
+class ShardEntry(TypedDict):
+    """A shard a merged report was made of: its file, when it was made, its exit status and
+    how many tests it held."""
+
+    file: str
+    created: str | None
+    exitstatus: int | None
+    tests: int
+
+
+class _Document(TypedDict):
+    format: str
+    schema: int
+    name: str | None
+    created: str
+    exitstatus: int | None
+    samples: bool
+    machine: Machine
+    #: Each distribution's version (VERSIONED, and Python's), None where not installed.
+    versions: dict[str, str | None]
+    #: Each budgeted test's result by node id, with its outcome.
+    tests: dict[str, ResultRecord]
+
+
+class Document(_Document, total=False):
+    """A JSON report or saved baseline (the same layout); a merged report lists its
+    ``shards``; a run with the sweep on has its ``sweep`` section."""
+
+    shards: list[ShardEntry]
+    sweep: SweepDocument
 
 
 def versions() -> dict[str, str | None]:
@@ -54,20 +102,21 @@ def cuda_device() -> str | None:
         return None
 
 
-def machine() -> dict[str, Any]:
-    facts: dict[str, Any] = {
+def machine() -> Machine:
+    facts: Machine = {
         "system": platform.system(),
         "machine": platform.machine(),
         "python_implementation": platform.python_implementation(),
         "python_version": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cuda_device": cuda_device(),
+        "fingerprint": "",  # of the facts above
     }
     facts["fingerprint"] = fingerprint(facts)
     return facts
 
 
-def fingerprint(facts: Mapping[str, Any]) -> str:
+def fingerprint(facts: Mapping[str, object]) -> str:
     """Which machines' baselines are comparable: OS, architecture, Python implementation and
     minor version, CPU count, e.g. ``Linux-x86_64-CPython-3.11-8cpu``. The host name is left
     out so that CI runners of one kind share baselines."""
@@ -88,38 +137,38 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def entry_for(data: Mapping[str, Any], outcome: str | None) -> dict[str, Any]:
-    entry: dict[str, Any] = json_safe(data)
+def entry_for(data: ResultRecord, outcome: str | None) -> ResultRecord:
+    entry: ResultRecord = json_safe(data)
     entry["outcome"] = outcome
     return entry
 
 
 def build_document(
-    results: Iterable[tuple[str, Mapping[str, Any]]],
+    results: Iterable[tuple[str, ResultRecord]],
     outcomes: Mapping[str, str],
     *,
     samples: bool,
     name: str | None = None,
     exitstatus: int | None = None,
-    machine_facts: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    machine_facts: Machine | None = None,
+) -> Document:
     """The whole run: every budgeted test's results (the last report wins for a rerun test)."""
     tests = {nodeid: entry_for(data, outcomes.get(nodeid)) for nodeid, data in results}
-    document = {
+    document: Document = {
         "format": FORMAT,
         "schema": SCHEMA,
         "name": name,
         "created": datetime.now(timezone.utc).isoformat(timespec="microseconds"),
         "exitstatus": exitstatus,
         "samples": True,
-        "machine": dict(machine_facts) if machine_facts is not None else machine(),
+        "machine": {**machine_facts} if machine_facts is not None else machine(),
         "versions": versions(),
         "tests": tests,
     }
     return document if samples else without_samples(document)
 
 
-def upgrade(document: dict[str, Any]) -> dict[str, Any]:
+def upgrade(document: Document) -> Document:
     """A document of an older schema in today's layout, where the old one holds the facts:
     schema 1 had no ``window_start``; it was the later of the two samples taken at the end of
     the warm-up."""
@@ -136,15 +185,22 @@ def upgrade(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def has_samples(document: Mapping[str, Any]) -> bool:
+def has_samples(document: Document) -> bool:
     return any("samples" in probe for test in document.get("tests", {}).values()
                for probe in test.get("probes", {}).values())
 
 
-def without_samples(document: Mapping[str, Any]) -> dict[str, Any]:
+def without_samples(document: Document) -> Document:
     """A copy of ``document`` with the probes' samples left out (a tenth of the size)."""
-    tests = {nodeid: {**test, "probes": {name: {k: v for k, v in probe.items()
-                                                if k not in SAMPLE_KEYS}
-                                         for name, probe in test.get("probes", {}).items()}}
-             for nodeid, test in document.get("tests", {}).items()}
+    tests: dict[str, ResultRecord] = {
+        nodeid: {**test, "probes": {name: _without_samples(probe)
+                                    for name, probe in test.get("probes", {}).items()}}
+        for nodeid, test in document.get("tests", {}).items()}
     return {**document, "samples": False, "tests": tests}
+
+
+def _without_samples(probe: ProbeRecord) -> ProbeRecord:
+    kept = probe.copy()
+    kept.pop("samples", None)
+    kept.pop("sample_iterations", None)
+    return kept

@@ -10,11 +10,13 @@ a test lands on the same axis; ``docs/dashboards.md`` says which measure holds w
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
+from pytest_membudget.artifacts.document import Document
 from pytest_membudget.judge.numbers import finite_or_none
+from pytest_membudget.measure.records import ProbeRecord, ResultRecord
 from pytest_membudget.render.units import budget_text, fmt, stopped_text
 from pytest_membudget.vocabulary import StopReason
 
@@ -26,11 +28,40 @@ FORMATS = (BENCHER, GITHUB_ACTION_BENCHMARK)
 BENCHER_NAME_LIMIT = 1024
 
 
+class _Metric(TypedDict):
+    value: float
+
+
+class Metric(_Metric, total=False):
+    """A BMF measure's figures: the slope and its bounds where established, or the peak."""
+
+    lower_value: float
+    upper_value: float
+
+
+#: BMF: each benchmark's (test's) measures by name.
+BencherData = dict[str, dict[str, Metric]]
+
+
+class _BenchmarkEntry(TypedDict):
+    name: str
+    unit: str
+    value: float
+
+
+class BenchmarkEntry(_BenchmarkEntry, total=False):
+    """A ``customSmallerIsBetter`` entry: the slope, its bounds (``range``), and the verdict,
+    budget and peak in words (``extra``)."""
+
+    range: str
+    extra: str
+
+
 @dataclass
 class Export:
     """What a conversion made: the data to write, and what it could not include."""
 
-    data: Any
+    data: BencherData | list[BenchmarkEntry]
     #: (test, why) for each test or probe left out, for the user to read.
     left_out: list[tuple[str, str]] = field(default_factory=list)
     #: How many figures were written (slopes and peaks).
@@ -48,11 +79,11 @@ class Figures:
     lower: float | None
     upper: float | None
     peak: float | None
-    data: Mapping[str, Any]
-    probe_data: Mapping[str, Any]
+    data: ResultRecord
+    probe_data: ProbeRecord
 
 
-def export(document: Mapping[str, Any], fmt_name: str) -> Export:
+def export(document: Document, fmt_name: str) -> Export:
     """``document``'s figures in the format ``fmt_name`` (one of :data:`FORMATS`)."""
     if fmt_name == BENCHER:
         return bencher(document)
@@ -61,7 +92,7 @@ def export(document: Mapping[str, Any], fmt_name: str) -> Export:
     raise ValueError(f"unknown export format {fmt_name!r}; choose one of {', '.join(FORMATS)}")
 
 
-def figures(document: Mapping[str, Any], left_out: list[tuple[str, str]]) -> Iterator[Figures]:
+def figures(document: Document, left_out: list[tuple[str, str]]) -> Iterator[Figures]:
     """Every exportable probe of every test; what is skipped is added to ``left_out``.
 
     A run that did not finish (the workload raised, the loop was left) or was not measured
@@ -112,15 +143,16 @@ def peak_measure(probe: str, unit: str) -> str:
     return f"{probe} peak ({unit})"
 
 
-def bencher(document: Mapping[str, Any]) -> Export:
+def bencher(document: Document) -> Export:
     """BMF JSON: one benchmark per test; per probe a slope measure (``value`` the slope,
     ``lower_value`` and ``upper_value`` its bounds where they were established) and a peak
     measure."""
-    result = Export({})
+    data: BencherData = {}
+    result = Export(data)
     for f in figures(document, result.left_out):
-        benchmark = result.data.setdefault(bencher_name(f.test), {})
+        benchmark = data.setdefault(bencher_name(f.test), {})
         if f.slope is not None:
-            metric: dict[str, float] = {"value": f.slope}
+            metric: Metric = {"value": f.slope}
             lower, upper = _ordered(f.slope, f.lower, f.upper)
             if lower is not None:
                 metric["lower_value"] = lower
@@ -131,7 +163,7 @@ def bencher(document: Mapping[str, Any]) -> Export:
         if f.peak is not None:
             benchmark[peak_measure(f.probe, f.unit)] = {"value": f.peak}
             result.figures += 1
-    result.data = {name: measures for name, measures in result.data.items() if measures}
+    result.data = {name: measures for name, measures in data.items() if measures}
     return result
 
 
@@ -163,19 +195,20 @@ def entry_name(test: str, probe: str) -> str:
     return f"{test} - {probe} slope"
 
 
-def github_action_benchmark(document: Mapping[str, Any]) -> Export:
+def github_action_benchmark(document: Document) -> Export:
     """``customSmallerIsBetter`` entries: one per test and probe, the slope as ``value``,
     its bounds in ``range``, the verdict, budget and peak in ``extra``."""
-    result = Export([])
+    entries: list[BenchmarkEntry] = []
+    result = Export(entries)
     for f in figures(document, result.left_out):
         if f.slope is None:
             continue
-        entry: dict[str, Any] = {"name": entry_name(f.test, f.probe), "unit": f"{f.unit}/iter",
-                                 "value": f.slope}
+        entry: BenchmarkEntry = {"name": entry_name(f.test, f.probe),
+                                 "unit": f"{f.unit}/iter", "value": f.slope}
         lower, upper = _ordered(f.slope, f.lower, f.upper)
         if lower is not None or upper is not None:
             entry["range"] = interval_text(lower, upper)
         entry["extra"] = _extra(f)
-        result.data.append(entry)
+        entries.append(entry)
         result.figures += 1
     return result

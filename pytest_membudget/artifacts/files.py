@@ -15,9 +15,9 @@ import secrets
 import stat
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pytest_membudget.artifacts.document import FORMAT, SCHEMA, upgrade
+from pytest_membudget.artifacts.document import FORMAT, SCHEMA, Document, upgrade
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
 LATEST = "latest"
@@ -65,7 +65,7 @@ def _create_beside(path: Path) -> tuple[int, Path]:
     raise FileExistsError(f"no free temporary name beside {path}")
 
 
-def read_document(path: Path) -> dict[str, Any]:
+def read_document(path: Path) -> Document:
     """A report or baseline, checked to be ours and of a schema this version understands."""
     redo = ("replace it with a report written by pytest --membudget-json, or save a new "
             "baseline with --membudget-save=NAME --membudget-save-overwrite")
@@ -98,7 +98,7 @@ def read_document(path: Path) -> dict[str, Any]:
             isinstance(t, dict) and isinstance(t.get("probes", {}), dict)
             for t in tests.values()):
         raise ReportFileError(f"{path} has no valid \"tests\" mapping; {redo}")
-    return upgrade(document)
+    return upgrade(cast(Document, document))  # ours, of a schema read here, with its tests
 
 
 def check_name(name: str, where: str) -> str:

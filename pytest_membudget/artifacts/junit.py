@@ -1,17 +1,16 @@
 """JUnit XML properties of a test's result (pytest's ``user_properties``): readable figures
-for CI systems that show them, from the result's plain dict."""
+for CI systems that show them, from the result's record."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from pytest_membudget.measure.records import ResultRecord
 from pytest_membudget.render.footprint import kinds_line, line_summary
 from pytest_membudget.render.session import inconclusive_reasons, note_reasons, peak_text
 from pytest_membudget.render.units import budget_text, fmt, slope_text
 from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
 
-def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+def junit_properties(data: ResultRecord) -> list[tuple[str, str]]:
     """Readable per-test properties for JUnit XML (user_properties), one set per probe:
     ``membudget.rss.slope = 198 B/iter [152 B/iter, 220 B/iter]`` and so on."""
     verdicts = [p.get("verdict") for p in data.get("probes", {}).values()]
@@ -24,7 +23,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
              ("membudget.iterations", f"{data.get('iterations')} after {data.get('warmup')} "
                                       f"warm-up ({data.get('stopped')})")]
     props += [("membudget.inconclusive", line) for line in inconclusive_reasons(data)]
-    props += [("membudget.note", line) for line in note_reasons(data)]
+    props += [("membudget.note", line) for line in note_reasons(data.get("notes", ()))]
     props += footprint_properties(data)
     for name, probe in data.get("probes", {}).items():
         props += [
@@ -36,7 +35,7 @@ def junit_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
     return props
 
 
-def footprint_properties(data: dict[str, Any]) -> list[tuple[str, str]]:
+def footprint_properties(data: ResultRecord) -> list[tuple[str, str]]:
     """The evidence at a failing peak (its first lines and what the rise was made of) and
     every phase, as readable properties."""
     props = []

@@ -8,12 +8,16 @@ raises :class:`MergeError`, whose message names the files and what to do. Pure: 
 from __future__ import annotations
 
 import glob
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from pytest_membudget.artifacts.document import FORMAT, SCHEMA
+from pytest_membudget.artifacts.document import FORMAT, SCHEMA, Document, ShardEntry
+from pytest_membudget.measure.records import ResultRecord
+
+if TYPE_CHECKING:
+    from pytest_membudget.sweep.table import SweepDocument
 
 PLUGIN = "pytest-membudget"
 #: pytest's "no tests were collected": a shard that ran nothing does not make the run fail.
@@ -45,7 +49,7 @@ def shard_paths(patterns: Sequence[str]) -> tuple[list[Path], list[str]]:
     return paths, notes
 
 
-def merge(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+def merge(shards: Sequence[tuple[str, Document]]) -> Document:
     """The report of the whole run from ``(file name, document)`` of each shard, in order."""
     if not shards:
         raise MergeError("no report to merge; pass the shards' --membudget-json files")
@@ -57,7 +61,7 @@ def merge(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
                 f"install one version of {PLUGIN} in every shard's job")
     _check_same(shards, "schema", lambda d: d.get("schema"),
                 f"install one version of {PLUGIN} in every shard's job")
-    tests: dict[str, Any] = {}
+    tests: dict[str, ResultRecord] = {}
     seen: dict[str, str] = {}
     twice: list[str] = []
     for name, document in shards:
@@ -73,7 +77,7 @@ def merge(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
             + (" ..." if len(twice) > 5 else "") + "; the shards of one run hold each test "
             "once: check how the jobs split the suite, and merge one run's reports only")
     first = shards[0][1]
-    merged: dict[str, Any] = {
+    merged: Document = {
         "format": FORMAT,
         "schema": first.get("schema", SCHEMA),
         "name": None,
@@ -91,8 +95,8 @@ def merge(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     return merged
 
 
-def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]], what: str,
-                read: Any, remedy: str) -> None:
+def _check_same(shards: Sequence[tuple[str, Document]], what: str,
+                read: Callable[[Document], object], remedy: str) -> None:
     values: dict[str, list[str]] = {}
     for name, document in shards:
         values.setdefault(str(read(document)), []).append(name)
@@ -103,7 +107,7 @@ def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]], what: str,
                          f"({listed}); {remedy}")
 
 
-def _cuda(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+def _cuda(shards: Sequence[tuple[str, Document]]) -> str | None:
     """The CUDA device of the shards that used one; two different devices are refused."""
     devices = {str(d.get("machine", {}).get("cuda_device")): name for name, d in shards
                if (d.get("machine") or {}).get("cuda_device")}
@@ -114,7 +118,7 @@ def _cuda(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
     return next(iter(devices), None)
 
 
-def exit_status(statuses: Sequence[Any]) -> int | None:
+def exit_status(statuses: Sequence[object]) -> int | None:
     """The run's status: the highest of the shards', where a shard that collected no tests
     counts only when every shard did."""
     known = [s for s in statuses if isinstance(s, int) and not isinstance(s, bool)]
@@ -122,28 +126,28 @@ def exit_status(statuses: Sequence[Any]) -> int | None:
     return max(ran) if ran else (max(known) if known else None)
 
 
-def shard_entries(name: str, document: Mapping[str, Any]) -> list[dict[str, Any]]:
+def shard_entries(name: str, document: Document) -> list[ShardEntry]:
     """What the merged report keeps of each shard: where it came from and when (a merged
     report's own shards, where one is merged again)."""
     kept = document.get("shards")
     if isinstance(kept, list) and kept:
-        return [dict(entry) for entry in kept if isinstance(entry, Mapping)]
+        return [{**entry} for entry in kept if isinstance(entry, Mapping)]
     return [{"file": name, "created": document.get("created"),
              "exitstatus": document.get("exitstatus"), "tests": len(document.get("tests", {}))}]
 
 
-def merge_sweeps(sweeps: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+def merge_sweeps(sweeps: Sequence[tuple[str, SweepDocument]]) -> SweepDocument:
     """The shards' sweep sections as one: counts and seconds added, lists joined."""
     modes = {str(s.get("mode")) for _, s in sweeps}
     if len(modes) > 1:
         raise MergeError(f"the shards ran the sweep in different modes ({', '.join(sorted(modes))}"
                          "); give every shard the same --membudget-sweep")
-    merged: dict[str, Any] = {"mode": modes.pop()}
+    merged: dict[str, object] = {"mode": modes.pop()}
     for _, sweep in sweeps:
         for key, value in sweep.items():
             if key != "mode":
                 merged[key] = _combine(merged.get(key), value)
-    return merged
+    return cast("SweepDocument", merged)  # the sections' keys, each combined
 
 
 def _combine(into: Any, value: Any) -> Any:

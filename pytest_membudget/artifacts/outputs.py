@@ -20,8 +20,10 @@ from pytest_membudget.distributed import is_worker
 from pytest_membudget.judge.regression import Comparison, compare
 from pytest_membudget.judge.spec import SpecError, parse_bool
 from pytest_membudget.judge.tolerance import ToleranceError, Tolerances, parse_tolerances
+from pytest_membudget.measure.records import ResultRecord
 from pytest_membudget.render.comparison import comparison_lines
 from pytest_membudget.settings import option_by_key, raw_value
+from pytest_membudget.sweep.outcome import SweepRecord
 from pytest_membudget.vocabulary import SweepMode
 
 #: Exit status when a report, baseline or plot could not be written at the end of a run
@@ -86,10 +88,10 @@ def resolve(config: pytest.Config) -> OutputSettings:
 
 
 #: The sweep's mode and its records (test -> outcome dict), when the sweep is on.
-SweepRecords = tuple[SweepMode, dict[str, dict[str, Any]]]
+SweepRecords = tuple[SweepMode, dict[str, SweepRecord]]
 
 
-def configure(config: pytest.Config, results: list[tuple[str, dict[str, Any]]],
+def configure(config: pytest.Config, results: list[tuple[str, ResultRecord]],
               sweep: SweepRecords | None = None) -> None:
     """Check every output before the first test; register the controller's plugin."""
     gating = resolve(config)
@@ -118,7 +120,7 @@ def _usage(error: storage.ReportFileError) -> pytest.UsageError:
 
 class Gate:
     def __init__(self, config: pytest.Config, gating: OutputSettings,
-                 results: list[tuple[str, dict[str, Any]]],
+                 results: list[tuple[str, ResultRecord]],
                  sweep: SweepRecords | None = None) -> None:
         from pytest_membudget.render.plots import missing_matplotlib
 
@@ -141,7 +143,7 @@ class Gate:
         if gating.plot_dir is not None and gating.plot_dir.is_file():
             raise pytest.UsageError(f"pytest-membudget: --membudget-plot: {gating.plot_dir} "
                                     "is a file; give a directory for the PNG files")
-        self.baseline: dict[str, Any] | None = None
+        self.baseline: document.Document | None = None
         self.baseline_path: Path | None = None
         try:
             if gating.save:
@@ -195,13 +197,13 @@ class Gate:
         if self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = WRITE_FAILED
 
-    def _write_json(self, full: dict[str, Any], kept: dict[str, Any]) -> None:
+    def _write_json(self, full: document.Document, kept: document.Document) -> None:
         if self.gating.json_path is not None:
             storage.write_json(self.gating.json_path, kept)
             self.lines.append(f"membudget: wrote {len(kept['tests'])} budgeted test(s) to "
                               f"{self.gating.json_path}")
 
-    def _save(self, full: dict[str, Any], kept: dict[str, Any]) -> None:
+    def _save(self, full: document.Document, kept: document.Document) -> None:
         gating = self.gating
         if gating.save:
             path = storage.check_save(gating.storage, self.fingerprint, gating.save,
@@ -214,7 +216,7 @@ class Gate:
         self.lines.append(f"membudget: saved baseline {path.stem!r} ({len(kept['tests'])} "
                           f"test(s)) to {path}")
 
-    def _plot(self, full: dict[str, Any], kept: dict[str, Any]) -> None:
+    def _plot(self, full: document.Document, kept: document.Document) -> None:
         if self.gating.plot_dir is not None:
             from pytest_membudget.render.plots import plot_all
 

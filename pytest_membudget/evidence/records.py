@@ -4,7 +4,12 @@ records themselves). A key that is not always there sits in a ``total=False`` pa
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # the probes' own records, read where a failing probe's source told them
+    from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak
+    from pytest_membudget.probes.cuda.snapshot import BlockRow
+    from pytest_membudget.probes.proclog import ProcessTable
 
 
 class _Site(TypedDict):
@@ -171,11 +176,13 @@ class GrowthEvidence(TypedDict, total=False):
     held: list[str]
     error: str
     same_as: str
-    processes: dict[str, Any]
-    cuda_history: Any
-    cuda_blocks: list[dict[str, Any]]
-    cuda_reserved: Any
-    cuda_peak: Any
+    processes: dict[str, ProcessTable]
+    #: The CUDA allocator's (probes/cuda/history.py's CudaEvidence): the blocks the window
+    #: left live, or why there are none.
+    cuda_history: str
+    cuda_blocks: list[BlockRow]
+    cuda_reserved: ReservedAtPeak
+    cuda_peak: PeakBlocks
     #: The device stacks' own books (probes/jax, probes/cupy): arrays and compilations,
     #: pools' live blocks.
     jax: dict[str, Any]

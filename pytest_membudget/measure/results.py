@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.numbers import finite_or_none
+from pytest_membudget.measure.records import (
+    NoteRecord,
+    OutcomeRecord,
+    ProbeRecord,
+    ResultRecord,
+    SettingsRecord,
+    UnsettledRecord,
+)
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 if TYPE_CHECKING:
@@ -32,9 +40,14 @@ class BudgetOutcome:
     status: Status
     measured: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> OutcomeRecord:
         return {"probe": self.probe, "kind": self.kind.value, "limit": finite_or_none(self.limit),
                 "status": self.status.value, "measured": finite_or_none(self.measured)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a plain dict, for the phase rows (measure/phases.py), which keep it
+        so."""
+        return dict(self.record())
 
 
 @dataclass(frozen=True)
@@ -46,8 +59,8 @@ class Unsettled:
     remedies: tuple[Remedy, ...]
     probes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.outcome.to_dict(), "remedies": [r.value for r in self.remedies],
+    def to_dict(self) -> UnsettledRecord:
+        return {**self.outcome.record(), "remedies": [r.value for r in self.remedies],
                 "exact_probes": list(self.probes)}
 
 
@@ -82,8 +95,8 @@ class ProbeResult:
         """How far the probe went above its start: the highest value minus the first."""
         return self.peak - self.start
 
-    def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self, *, samples: bool = True) -> ProbeRecord:
+        data: ProbeRecord = {
             "unit": self.unit,
             "slope": finite_or_none(self.slope),
             "ci": [finite_or_none(self.ci[0]), finite_or_none(self.ci[1])],
@@ -94,7 +107,7 @@ class ProbeResult:
             "growth": finite_or_none(self.growth),
             "verdict": self.verdict.value,
             "budgets": dict(self.budgets),
-            "outcomes": [o.to_dict() for o in self.outcomes],
+            "outcomes": [o.record() for o in self.outcomes],
         }
         if self.settled_at is not None:
             data["settled_at"] = self.settled_at
@@ -116,12 +129,12 @@ class MembudgetResult:
     evidence_data: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     complete: bool = True
     #: The run settings in force (after marker, command line and ini were combined).
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: SettingsRecord = field(default_factory=lambda: SettingsRecord())
     #: Index in each probe's samples of the measured window's first sample: the samples
     #: before it are the warm-up's.
     window_start: int = 0
     #: What the budgets could not see but the run did (native_note): never a failure.
-    notes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[NoteRecord] = field(default_factory=list)
     #: After a failing peak or rise budget: what was alive at the peak and what kind of
     #: memory it was (evidence/peak.py).
     peak_evidence: dict[str, Any] = field(default_factory=dict)
@@ -148,7 +161,7 @@ class MembudgetResult:
     def __getitem__(self, probe: str) -> ProbeResult:
         return self.probes[probe]
 
-    def to_dict(self, *, samples: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, samples: bool = True) -> ResultRecord:
         return {
             "schema": SCHEMA_VERSION,
             "passed": self.passed,
@@ -158,12 +171,12 @@ class MembudgetResult:
             "window_start": self.window_start,
             "stopped": self.stopped.value,
             "seconds": round(self.seconds, 6),
-            "failures": [o.to_dict() for o in self.failures],
+            "failures": [o.record() for o in self.failures],
             "inconclusive": [u.to_dict() for u in self.unsettled],
             "evidence": self.evidence_data,
             "peak_evidence": self.peak_evidence,
             "notes": list(self.notes),
-            "settings": dict(self.settings),
+            "settings": {**self.settings},
             "probes": {name: p.to_dict(samples=samples) for name, p in self.probes.items()},
         }
 
@@ -262,7 +275,8 @@ def build_result(m: Measurement) -> MembudgetResult:
             budgets=budgets, outcomes=outcomes, start=starts[name],
             run_start=run_starts[name], settled_at=settled_at,
         )
-    run = asdict(m.spec.run)
+    # Every field of the run settings, key for key (SettingsRecord names them all).
+    run = cast(SettingsRecord, asdict(m.spec.run))
     run["gc"] = m.spec.run.gc.value
     run["iterations"] = m.spec.run.iterations or "auto"
     return MembudgetResult(
@@ -273,7 +287,7 @@ def build_result(m: Measurement) -> MembudgetResult:
     )
 
 
-def native_note(m: Measurement) -> list[dict[str, Any]]:
+def native_note(m: Measurement) -> list[NoteRecord]:
     """A note when the budgets are all blind to native memory and the probe watched beside
     them (RSS) grew clearly over the window: the slope, its bounds, what the budgets did
     not see and the budgets that would judge it."""

@@ -56,12 +56,13 @@ class Probe:
         (a peak inside an iteration is missed by sampling after it)."""
         return None
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> Mapping[str, object] | None:
         """After a failing window, before ``stop``: what this source can tell about the
-        growth (e.g. the CUDA allocator's history)."""
+        growth (e.g. the CUDA allocator's history), under keys of the growth evidence that are
+        its own (each source types its record: probes.cuda.history.CudaEvidence)."""
         return None
 
-    def peak_evidence(self) -> dict[str, Any] | None:
+    def peak_evidence(self) -> Mapping[str, object] | None:
         """After a failing peak or rise of this probe, before ``stop``: what its source can
         tell about its highest point (the CUDA allocator's blocks live there)."""
         return None

@@ -3,7 +3,7 @@ the tables the evidence shows, in constant space however many workers come and g
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from pytest_membudget.probes import procfs
 
@@ -12,8 +12,46 @@ Seen = tuple[int, int, bytes, int, int]
 #: Rows of a process table in the evidence. Processes that ended are kept up to this many
 #: (those that grew most), so that churning workers cost constant memory.
 TABLE_ROWS = 10
-#: Which figure of a record each probe's table shows: none (the count), USS, PSS.
-FIGURE_COLUMN = {"children": 0, "children_uss": 1, "tree_pss": 2}
+#: The figures a table can show, by the column of a record they read: none (the processes are
+#: counted), USS, PSS.
+FIGURES = ("count", "uss", "pss")
+
+
+class ProcessRow(TypedDict):
+    """One process of a table: its figure at first and at last sight (None for the count),
+    the iterations of those sightings, its slope per iteration, and what became of it."""
+
+    pid: int
+    name: str
+    command: str
+    #: Forked without exec: its command line is the test process's own.
+    forked: bool
+    first: int | None
+    last: int | None
+    first_iteration: int
+    last_iteration: int
+    slope: float | None
+    started_in_window: bool
+    ended: bool
+    root: bool
+
+
+class ProcessTable(TypedDict):
+    """One probe's evidence: the figure it shows, a row per process (most growth first),
+    the rows left out, and the processes alive, started and ended over the window."""
+
+    figure: str
+    rows: list[ProcessRow]
+    not_shown: int
+    alive: int
+    started: int
+    ended: int
+
+
+class ProcessEvidence(TypedDict):
+    """The process tree's evidence of a failing window: each failing probe's table."""
+
+    processes: dict[str, ProcessTable]
 
 
 class ProcessRecord:
@@ -91,22 +129,22 @@ class ProcessLog:
         if len(self.ended) > TABLE_ROWS:
             self.ended.remove(min(self.ended, key=lambda r: max(r.growth(1), r.growth(2))))
 
-    def table(self, probe: str) -> dict[str, Any]:
-        """One probe's evidence: a row per process, most growth first; for ``children``, the
-        processes started during the window, those still alive first."""
-        column = FIGURE_COLUMN[probe]
+    def table(self, figure: str) -> ProcessTable:
+        """One probe's evidence, showing ``figure`` (one of FIGURES): a row per process, most
+        growth first; for the count, the processes started during the window, those still
+        alive first."""
+        column = FIGURES.index(figure)
         records = [r for r in (*self.live.values(), *self.ended) if column == 2 or not r.root]
         if column == 0:
             records = sorted((r for r in records if r.born), key=lambda r: (r.ended, r.first[0]))
         else:
             records.sort(key=lambda r: r.growth(column), reverse=True)
         names, own = _multiprocessing_names(), _command(self.root)
-        rows = []
+        rows: list[ProcessRow] = []
         for r in records[:TABLE_ROWS]:
             command = "" if r.ended else _command(r.pid)
             rows.append({
                 "pid": r.pid, "name": names.get(r.pid, r.name), "command": command,
-                # forked without exec: its command line is the test process's own
                 "forked": bool(command) and command == own and not r.root,
                 "first": r.first[column] if column else None,
                 "last": r.last[column] if column else None,
@@ -114,7 +152,7 @@ class ProcessLog:
                 "slope": r.slope(column) if column else None,
                 "started_in_window": r.born, "ended": r.ended, "root": r.root,
             })
-        return {"figure": ("count", "uss", "pss")[column], "rows": rows,
+        return {"figure": figure, "rows": rows,
                 "not_shown": len(records) - len(rows),
                 "alive": sum(not r.root for r in self.live.values()),
                 "started": self.started_total, "ended": self.ended_total}

@@ -29,7 +29,7 @@ from pytest_membudget.probes.procfs import (
     parse_stat,
     read_proc,
 )
-from pytest_membudget.probes.proclog import ProcessLog, Seen
+from pytest_membudget.probes.proclog import ProcessEvidence, ProcessLog, Seen
 from pytest_membudget.probes.shared import SharedSource
 
 #: States of a process that has exited: zombie (not reaped yet), dead.
@@ -120,6 +120,8 @@ class ProcessTreeProbe(Probe):
     #: Whether the probe needs each descendant's memory, and the test's own process's PSS.
     memory = False
     root = False
+    #: The figure of each process its evidence shows (one of proclog.FIGURES).
+    figure = "count"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -143,10 +145,10 @@ class ProcessTreeProbe(Probe):
         assert self.tree is not None
         self.tree.refresh()
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> ProcessEvidence | None:
         if self.tree is None:
             return None
-        return {"processes": {self.name: self.tree.log.table(self.name)}}
+        return {"processes": {self.name: self.tree.log.table(self.figure)}}
 
     def stop(self) -> None:
         if self.tree is not None:
@@ -171,6 +173,7 @@ class ChildrenUssProbe(ProcessTreeProbe):
 
     name = "children_uss"
     memory = True
+    figure = "uss"
 
     def read(self) -> float:
         assert self.tree is not None
@@ -185,6 +188,7 @@ class TreePssProbe(ProcessTreeProbe):
     name = "tree_pss"
     memory = True
     root = True
+    figure = "pss"
 
     def before_window(self) -> None:
         from pytest_membudget.probes.rss import release_free_memory

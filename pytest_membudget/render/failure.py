@@ -4,7 +4,7 @@ results; decides nothing."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from pytest_membudget.evidence.records import AtomsListed, Explained, GrowthEvidence, TaskGroup
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
@@ -17,6 +17,9 @@ from pytest_membudget.vocabulary import BudgetKind
 
 if TYPE_CHECKING:
     from pytest_membudget.measure.results import BudgetOutcome, MembudgetResult, ProbeResult
+    from pytest_membudget.probes.cuda.history import CudaEvidence
+    from pytest_membudget.probes.cuda.snapshot import BlockRow
+    from pytest_membudget.probes.proclog import ProcessRow
 
 
 def describe_outcome(outcome: BudgetOutcome, probe: ProbeResult, warmup: int = 0) -> str:
@@ -79,7 +82,7 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
         f"bounds are one-sided at {confidence:.0%}",
     ]
     lines += [f"  - {reason}" for reason in reasons]
-    lines += [f"  note: {line}" for line in note_reasons({"notes": result.notes})]
+    lines += [f"  note: {line}" for line in note_reasons(result.notes)]
     lines.append("")
     lines += series_lines(result)
     lines += cuda_pool_lines(result)
@@ -87,7 +90,8 @@ def failure_message(test: str, result: MembudgetResult, confidence: float) -> st
     lines += evidence_lines(result.evidence_data)
     lines += device_evidence_lines(result.evidence_data)
     lines += peak_lines(result.peak_evidence)
-    lines += cuda_peak_lines(result.peak_evidence)
+    # The peak evidence carries the CUDA allocator's keys beside the host's.
+    lines += cuda_peak_lines(cast("CudaEvidence", result.peak_evidence))
     lines += jax_peak_lines(result.peak_evidence)
     return "\n".join(lines)
 
@@ -101,7 +105,7 @@ def device_evidence_lines(evidence: GrowthEvidence) -> list[str]:
     return ["", "Device evidence:", *lines]
 
 
-def cuda_peak_lines(evidence: dict[str, Any]) -> list[str]:
+def cuda_peak_lines(evidence: CudaEvidence) -> list[str]:
     """The CUDA allocator at its peak: what the reserve was made of, and the blocks live
     at the peak of the window's allocations (allocator trace)."""
     lines: list[str] = []
@@ -193,7 +197,7 @@ def process_lines(evidence: GrowthEvidence) -> list[str]:
     return lines
 
 
-def _process_row(probe: str, row: dict[str, Any]) -> tuple[str, ...]:
+def _process_row(probe: str, row: ProcessRow) -> tuple[str, ...]:
     name = "this test's process" if row.get("root") else str(row.get("name", ""))
     command = str(row.get("command", ""))
     if row.get("forked"):
@@ -326,15 +330,16 @@ def explained_line(found: Explained) -> str:
     return line
 
 
-def cuda_block_lines(rows: list[dict[str, Any]]) -> list[str]:
+def cuda_block_lines(rows: list[BlockRow]) -> list[str]:
     """The live CUDA blocks of the window: by the line that allocated them, the user's line
     beneath a library's, and those torch recorded no Python frame for, as such."""
     lines = ["  live CUDA blocks allocated in the window (allocator history):"]
     unframed = False
     for b in rows:
         size = f"+{fmt('heap', b['bytes'])} in {b['blocks']} blocks"
-        if b.get("file"):
-            where = f"{short_path(b['file'])}:{b['line']} in {b['function']}"
+        file = b.get("file")
+        if file:
+            where = f"{short_path(file)}:{b['line']} in {b['function']}"
             if b.get("origin") == "backward":
                 where += ", in its backward (forward_frames)"
             lines.append(f"    {where}: {size} ({b['pool']} pool)")

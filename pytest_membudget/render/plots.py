@@ -10,10 +10,11 @@ import hashlib
 import importlib.util
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from pytest_membudget.measure.records import PhaseRecord, ProbeRecord, ResultRecord
 from pytest_membudget.render.units import fmt, unit_scale
 from pytest_membudget.vocabulary import ProbeVerdict
 
@@ -37,7 +38,7 @@ def file_name(nodeid: str) -> str:
 MIN_FITTED = 4
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(float(value))
 
 
@@ -66,7 +67,7 @@ def _anchor(xs: list[float], ys: list[float], slope: float) -> tuple[float, floa
     return centre, float(np.median(fy - slope * (fx - centre)))
 
 
-def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
+def draw_probe(axes: Any, probe: str, data: ProbeRecord, warmup: int,
                window_start: int) -> None:
     pairs = list(zip(data.get("sample_iterations", []), data.get("samples", []), strict=False))
     # Samples that JSON could not hold (NaN) are left out; the window starts at the same
@@ -88,13 +89,13 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     if peak_budget is not None and ys:
         axes.axhline(peak_budget / scale, linestyle=":", color="#8172b2",
                      label=f"peak budget {fmt(probe, peak_budget)}")
-    rise_budget = budgets.get("rise")
-    if rise_budget is not None and ys and _finite(data.get("start")):
-        axes.axhline((float(data["start"]) + rise_budget) / scale, linestyle=":",
+    rise_budget, start, peak = budgets.get("rise"), data.get("start"), data.get("peak")
+    if rise_budget is not None and ys and _finite(start):
+        axes.axhline((float(start) + rise_budget) / scale, linestyle=":",
                      color="#8172b2", label=f"rise budget: start + {fmt(probe, rise_budget)}")
-    if (peak_budget is not None or rise_budget is not None) and _finite(data.get("peak")):
-        axes.axhline(float(data["peak"]) / scale, linestyle="-", color="#c44e52",
-                     linewidth=0.8, label=f"peak {fmt(probe, data['peak'])}")
+    if (peak_budget is not None or rise_budget is not None) and _finite(peak):
+        axes.axhline(float(peak) / scale, linestyle="-", color="#c44e52",
+                     linewidth=0.8, label=f"peak {fmt(probe, peak)}")
     verdict = data.get("verdict", "")
     colour = {ProbeVerdict.FAIL.value: "#c44e52",
               ProbeVerdict.PASS.value: "#2d7d46"}.get(verdict, "#555555")
@@ -104,7 +105,7 @@ def draw_probe(axes: Any, probe: str, data: Mapping[str, Any], warmup: int,
     axes.legend(fontsize=7, loc="upper left")
 
 
-def _draw_fit(axes: Any, probe: str, data: Mapping[str, Any],
+def _draw_fit(axes: Any, probe: str, data: ProbeRecord,
               window: list[tuple[float, float]], scale: float) -> None:
     """The fitted slope over the judged tail, its bounds and the slope budget."""
     slope, budgets = data.get("slope"), data.get("budgets", {})
@@ -126,12 +127,13 @@ def _draw_fit(axes: Any, probe: str, data: Mapping[str, Any],
         axes.fill_between(ends, line(ci[0]), line(ci[1]), color="#c44e52", alpha=0.18,
                           label=f"bounds {fmt(probe, ci[0], per_iter=True)} .. "
                                 f"{fmt(probe, ci[1], per_iter=True)}")
-    if budgets.get("slope") is not None:
-        axes.plot(ends, line(budgets["slope"]), "--", color="#55a868", linewidth=1.4,
-                  label=f"budget {fmt(probe, budgets['slope'], per_iter=True)}")
+    budget = budgets.get("slope")
+    if budget is not None:
+        axes.plot(ends, line(budget), "--", color="#55a868", linewidth=1.4,
+                  label=f"budget {fmt(probe, budget, per_iter=True)}")
 
 
-def _view_window(axes: Any, data: Mapping[str, Any], window: list[tuple[float, float]],
+def _view_window(axes: Any, data: ProbeRecord, window: list[tuple[float, float]],
                  scale: float) -> None:
     """Scaled to the measured window: warm-up samples (taken before collecting garbage) and
     far-away budget lines would flatten the part that is judged. A footprint's peak and its
@@ -139,11 +141,11 @@ def _view_window(axes: Any, data: Mapping[str, Any], window: list[tuple[float, f
     budgets = data.get("budgets", {})
     low, high = min(y for _, y in window), max(y for _, y in window)
     footprint: list[float] = []
-    if ((budgets.get("peak") is not None or budgets.get("rise") is not None)
-            and _finite(data.get("peak"))):
-        footprint.append(float(data["peak"]))
-    if budgets.get("rise") is not None and _finite(data.get("start")):
-        footprint.append(float(data["start"]) + budgets["rise"])
+    rise, peak, start = budgets.get("rise"), data.get("peak"), data.get("start")
+    if (budgets.get("peak") is not None or rise is not None) and _finite(peak):
+        footprint.append(float(peak))
+    if rise is not None and _finite(start):
+        footprint.append(float(start) + rise)
     high = max([high, *(v / scale for v in footprint)])
     pad = max((high - low) * 0.25, abs(high) * 0.002, 1e-9)
     axes.set_ylim(low - pad, high + pad)
@@ -177,7 +179,7 @@ def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:
     axes.legend(fontsize=7, loc="upper right")
 
 
-def draw_phases(axes: Any, phases: list[Mapping[str, Any]]) -> None:
+def draw_phases(axes: Any, phases: Sequence[PhaseRecord]) -> None:
     """A test's phases on one timeline: each one's RSS (its highest entry, as the watch read
     it), its span shaded and named, its verdict in colour."""
     drawn = [phase for phase in phases if (phase.get("timeline") or {}).get("seconds")]
@@ -198,7 +200,7 @@ def draw_phases(axes: Any, phases: list[Mapping[str, Any]]) -> None:
     axes.grid(True, alpha=0.3)
 
 
-def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
+def plot_test(nodeid: str, test: ResultRecord, path: Path) -> Path:
     """Draw one test into ``path``: each probe's series, one panel each; a footprint's run
     over time; its phases on one timeline."""
     import matplotlib
@@ -234,7 +236,7 @@ def plot_test(nodeid: str, test: Mapping[str, Any], path: Path) -> Path:
     return path
 
 
-def run_text(test: Mapping[str, Any]) -> str:
+def run_text(test: ResultRecord) -> str:
     """'640 measured iterations after 5 warm-up', '1 measured call', '3 phases'."""
     iterations, warmup = int(test.get("iterations") or 0), int(test.get("warmup") or 0)
     if not test.get("probes") and test.get("phases"):
@@ -244,7 +246,7 @@ def run_text(test: Mapping[str, Any]) -> str:
     return text + (f" after {warmup} warm-up" if warmup else "")
 
 
-def plot_all(tests: Mapping[str, Mapping[str, Any]], folder: Path) -> list[Path]:
+def plot_all(tests: Mapping[str, ResultRecord], folder: Path) -> list[Path]:
     """One PNG per test that has samples or phases; returns the files written."""
     return [plot_test(nodeid, test, folder / file_name(nodeid))
             for nodeid, test in tests.items()

@@ -1,11 +1,19 @@
 """The session's text: the summary table and the lines for inconclusive budgets. Works on the
-results' plain dicts, as they arrive from every xdist worker."""
+results' records (measure/records.py), as they arrive from every xdist worker."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import CacheInfo
+from pytest_membudget.measure.records import (
+    NoteRecord,
+    PhaseRecord,
+    ProbeRecord,
+    ResultRecord,
+    UnsettledRecord,
+)
 from pytest_membudget.render.units import (
     bounds_text,
     budget_text,
@@ -17,7 +25,7 @@ from pytest_membudget.render.units import (
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy
 
 
-def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
+def summary_rows(nodeid: str, data: ResultRecord, *, verbose: bool = False
                  ) -> list[tuple[str, ...]]:
     """Rows of the terminal summary for one test's report dict."""
     rows: list[tuple[str, ...]] = []
@@ -37,7 +45,7 @@ def summary_rows(nodeid: str, data: dict[str, Any], *, verbose: bool = False
     return rows
 
 
-def phase_rows(nodeid: str, phase: dict[str, Any], *, verbose: bool = False
+def phase_rows(nodeid: str, phase: PhaseRecord, *, verbose: bool = False
                ) -> list[tuple[str, ...]]:
     """A phase's rows: RSS, which every phase reads, and each other probe it budgets, each
     with its own budgets and figures."""
@@ -59,14 +67,14 @@ def phase_rows(nodeid: str, phase: dict[str, Any], *, verbose: bool = False
     return rows
 
 
-def footprint_only(probe: dict[str, Any]) -> bool:
+def footprint_only(probe: ProbeRecord) -> bool:
     """Whether every budget of a probe is a peak or a rise: its row shows how high it went,
     not a slope (one call has none)."""
     kinds = [kind for kind, limit in probe.get("budgets", {}).items() if limit is not None]
     return bool(kinds) and all(BudgetKind(kind).footprint for kind in kinds)
 
 
-def peak_text(name: str, probe: dict[str, Any]) -> str:
+def peak_text(name: str, probe: ProbeRecord) -> str:
     """The peak, with its rise above the run's start where a rise budget asks for it:
     ``216 MiB (+164 MiB)``."""
     peak = fmt(name, probe.get("peak"))
@@ -80,7 +88,7 @@ SUMMARY_HEADER = ("test", "probe", "slope", "bounds/iter", "budget", "peak", "it
 VERBOSE_HEADER = (*SUMMARY_HEADER, "growth", "warm-up", "stopped")
 
 
-def inconclusive_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def inconclusive_summary(results: Sequence[tuple[str, ResultRecord]]) -> list[str]:
     """The lines below the table for every budget that ended inconclusive: never silent."""
     lines, lenient = [], 0
     for nodeid, data in results:
@@ -97,7 +105,7 @@ def inconclusive_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]
     return [head + ":", *lines]
 
 
-def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> list[str]:
+def summary_table(results: Sequence[tuple[str, ResultRecord]], verbosity: int) -> list[str]:
     """The terminal summary: every budgeted test at the default verbosity, more columns at
     -v, only tests whose budgets did not pass at -q, nothing at -qq."""
     if verbosity <= -2:
@@ -113,7 +121,7 @@ def summary_table(results: list[tuple[str, dict[str, Any]]], verbosity: int) -> 
     return table(rows, VERBOSE_HEADER if verbosity > 0 else SUMMARY_HEADER) if rows else []
 
 
-def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
+def _settle_ways(entry: UnsettledRecord, data: ResultRecord) -> list[str]:
     settings = data.get("settings", {})
     iterations = data.get("iterations", 0)
     ways = []
@@ -139,7 +147,7 @@ def _settle_ways(entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
 SUGGESTED_STEP = 10.0
 
 
-def cache_text(cache: dict[str, Any]) -> str:
+def cache_text(cache: CacheInfo) -> str:
     """``pkg.text_metrics (functools.lru_cache): 1616 of 4096 entries, +8/call, full in
     about 310 calls``."""
     text = (f"{cache.get('name')} ({cache.get('kind')}): {cache.get('currsize')} of "
@@ -155,7 +163,7 @@ def cache_text(cache: dict[str, Any]) -> str:
 WARMUP_STEP = 50
 
 
-def _fill_way(data: dict[str, Any]) -> str:
+def _fill_way(data: ResultRecord) -> str:
     """A warm-up that lets the bounded caches that hold the growth fill before the window
     opens (the calls run so far and those the caches still need), and the time it takes at
     the pace of the run that ended, with the window after it."""
@@ -171,13 +179,13 @@ def _fill_way(data: dict[str, Any]) -> str:
             + f"): warmup={needed}, with max_seconds={max(seconds, SUGGESTED_STEP):g} or more")
 
 
-def inconclusive_lines(nodeid: str, data: dict[str, Any]) -> list[str]:
+def inconclusive_lines(nodeid: str, data: ResultRecord) -> list[str]:
     """One line per budget that ended inconclusive: the test, the budget, how the run ended
     and what would settle it."""
     return [f"{nodeid}: {reason}" for reason in inconclusive_reasons(data)]
 
 
-def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
+def inconclusive_reasons(data: ResultRecord) -> list[str]:
     """:func:`inconclusive_lines` without the test's name."""
     lines = []
     for entry in data.get("inconclusive", ()):
@@ -192,11 +200,11 @@ def inconclusive_reasons(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def note_reasons(data: dict[str, Any]) -> list[str]:
-    """One line per note of the result (growth the budgets could not see): a note, never a
+def note_reasons(notes: Iterable[NoteRecord]) -> list[str]:
+    """One line per note of a result (growth the budgets could not see): a note, never a
     failure."""
     lines = []
-    for note in data.get("notes", ()):
+    for note in notes:
         if note.get("kind") != "native_growth":
             continue
         probe = str(note.get("probe"))
@@ -208,7 +216,8 @@ def note_reasons(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def notes_summary(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+def notes_summary(results: Sequence[tuple[str, ResultRecord]]) -> list[str]:
     """The lines below the table for every test with a note."""
-    lines = [f"  {nodeid}: {line}" for nodeid, data in results for line in note_reasons(data)]
+    lines = [f"  {nodeid}: {line}" for nodeid, data in results
+             for line in note_reasons(data.get("notes", ()))]
     return [f"membudget: {len(lines)} note(s):", *lines] if lines else []

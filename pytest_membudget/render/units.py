@@ -6,8 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.frames import library_path
@@ -82,7 +81,7 @@ def sparkline(values: Sequence[float], width: int = 40) -> str:
     return "".join(SPARKS[int((p - low) * scale)] for p in points)
 
 
-def budget_text(probe: str, budgets: dict[str, Any]) -> str:
+def budget_text(probe: str, budgets: Mapping[str, float | None]) -> str:
     """'0 B/iter, peak 2 GiB': a probe's budgets in force, or '-' for none."""
     shown = [fmt(probe, v, per_iter=True) if kind == BudgetKind.SLOPE.value
              else f"{kind} {fmt(probe, v)}" for kind, v in budgets.items() if v is not None]

@@ -16,7 +16,7 @@ import time
 import unittest
 from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import pytest
 
@@ -25,7 +25,7 @@ from pytest_membudget.judge.spec import RunSettings
 from pytest_membudget.settings import SessionSettings
 from pytest_membudget.sweep.driver import HEAVY_SWEEP_SECONDS, sweep_test, sweep_test_async
 from pytest_membudget.sweep.housekeeping import Housekeeping
-from pytest_membudget.sweep.outcome import SweepOutcome, leak_summary
+from pytest_membudget.sweep.outcome import SweepOutcome, SweepRecord, leak_summary
 from pytest_membudget.sweep.typecache import TYPE_CACHE
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
@@ -127,11 +127,19 @@ class EvidenceOnce:
             self.given[function] = item.nodeid
 
 
+class Allowance(TypedDict):
+    """The sweep's time for a test (sweep.driver.sweep_steps's keywords)."""
+
+    allowed: float
+    bound: CutShort
+    most: float
+
+
 class SweepHooks:
     """Registered by the plugin when the sweep is on; one per process."""
 
     def __init__(self, config: pytest.Config, settings: SessionSettings,
-                 records: dict[str, dict[str, Any]],
+                 records: dict[str, SweepRecord],
                  own_budgets: Callable[[pytest.Item], MemBudget | None]) -> None:
         self.config = config
         self.settings = settings
@@ -157,7 +165,7 @@ class SweepHooks:
             item.stash[TIMER_KEY] = (time.perf_counter(), float(timeout))
         return (yield)
 
-    def _allowed(self, item: pytest.Item) -> dict[str, Any]:
+    def _allowed(self, item: pytest.Item) -> Allowance:
         """The sweep's time for ``item``: ``allowed`` seconds (and the ``bound`` that set
         them), and the ``most`` a flagged heavy test's verdict may take beyond them."""
         allowed, bound = self.settings.sweep_seconds, CutShort.SWEEP_SECONDS
@@ -345,8 +353,8 @@ class SweepHooks:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "membudget_sweep", None)
-        if isinstance(data, dict):
-            self.records[report.nodeid] = data
+        if isinstance(data, dict):  # a SweepRecord, as the report carried it
+            self.records[report.nodeid] = cast(SweepRecord, data)
             return
         reason = _unscreened(report)
         if reason is not None and report.nodeid not in self.records:

@@ -4,11 +4,11 @@ Text is made from it at the edge (sweep/table.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.records import CacheInfo, GrowthEvidence, RetainingPath
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.measure.results import MembudgetResult
 from pytest_membudget.vocabulary import (
@@ -18,6 +18,91 @@ from pytest_membudget.vocabulary import (
     ProbeKind,
     SweepVerdict,
 )
+
+
+class SecondLookRecord(TypedDict):
+    """A second look (SecondLook) as the records carry it: growth per call, rounded."""
+
+    probe: str
+    first_per_call: float
+    then_per_call: float
+    rounds_per_call: list[float]
+    every_call: bool
+    full_verdict: bool
+
+
+class LeakProbe(TypedDict):
+    """A failing slope budget of a leaking test: its probe, unit, slope and bounds."""
+
+    probe: str
+    unit: str
+    slope: float | None
+    lower: float | None
+    upper: float | None
+
+
+class _TopEvidence(TypedDict):
+    kind: str
+
+
+class TopEvidence(_TopEvidence, total=False):
+    """The first line of a leak's evidence, by ``kind``: "error" (``text``), "same_as"
+    (``test``), "thread" (a records.ThreadLeft's keys), "fd" (``target``), "site" (the
+    top allocation site's keys, None where it has none, and the first retaining ``path``),
+    "native" (the top native ``stack``, and, where the traced Python growth fell short of
+    the failing slope, ``traced``, ``probe`` and ``slope``)."""
+
+    text: str
+    test: str
+    name: str
+    daemon: bool
+    target: str
+    file: str | None
+    line: int | None
+    bytes: int | None
+    per_iter: float | None
+    code: str | None
+    via_file: str | None
+    via_line: int | None
+    path: RetainingPath
+    #: One of the native evidence's stacks (evidence/native.py, which types it).
+    stack: Any
+    traced: float | None
+    probe: str | None
+    slope: float | None
+
+
+class LeakSummary(TypedDict):
+    """What the leak table shows of a judged test (leak_summary)."""
+
+    probes: list[LeakProbe]
+    bytes_per_call: float | None
+    evidence: TopEvidence | None
+
+
+class _SweepRecord(TypedDict):
+    verdict: str
+
+
+class SweepRecord(_SweepRecord, total=False):
+    """How one test came out of the sweep (SweepOutcome.to_dict), as the reports carry it
+    and the sweep's views read it; a test the sweep did not screen has its verdict and
+    ``reason`` only."""
+
+    flagged: dict[str, float]
+    calls: int
+    seconds: float
+    screen_seconds: float
+    allowed: float
+    bound: str
+    first_call: float
+    needed: float
+    second_look: SecondLookRecord
+    reason: str
+    detail: str
+    failed_call: int
+    leaks: LeakSummary
+    held_by: list[CacheInfo]
 
 
 @dataclass(frozen=True)
@@ -39,7 +124,7 @@ class SecondLook:
         """The growth per call on the last round."""
         return self.rounds[-1]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SecondLookRecord:
         return {"probe": self.probe, "first_per_call": round(self.first, 3),
                 "then_per_call": round(self.then, 3),
                 "rounds_per_call": [round(r, 3) for r in self.rounds],
@@ -75,8 +160,8 @@ class SweepOutcome:
     #: The repeat (1 = the first after the test's own call) that raised.
     failed_call: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> SweepRecord:
+        data: SweepRecord = {
             "verdict": self.verdict.value,
             "flagged": dict(self.flagged),
             "calls": self.calls,
@@ -91,11 +176,12 @@ class SweepOutcome:
         if self.second_look is not None:
             data["second_look"] = self.second_look.to_dict()
         if self.reason is not None:
-            data.update(reason=self.reason.value, detail=self.detail,
-                        failed_call=self.failed_call)
+            data["reason"] = self.reason.value
+            data["detail"] = self.detail
+            data["failed_call"] = self.failed_call
         if self.result is not None and self.verdict is SweepVerdict.LEAK:
             data["leaks"] = leak_summary(self.result)
-        evidence = self.result.evidence_data if self.result is not None else {}
+        evidence: GrowthEvidence = self.result.evidence_data if self.result is not None else {}
         if self.verdict is SweepVerdict.INCONCLUSIVE and evidence.get("held"):
             # The bounded caches still filling that hold the growth (evidence/caches.py).
             data["held_by"] = list(evidence.get("bounded") or [])
@@ -110,12 +196,12 @@ def describe(error: BaseException) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
 
 
-def leak_summary(result: MembudgetResult) -> dict[str, Any]:
+def leak_summary(result: MembudgetResult) -> LeakSummary:
     """What the leak table shows of a judged test: each failing slope budget's probe, slope
     and bounds, the growth per call in bytes where a probe or the evidence measured it (the
     table's rank), and the top line of the evidence."""
     failing = [o for o in result.failures if o.kind is BudgetKind.SLOPE]
-    probes: list[dict[str, Any]] = [
+    probes: list[LeakProbe] = [
         {"probe": o.probe, "unit": PROBES[o.probe].unit, "slope": finite_or_none(o.measured),
          "lower": finite_or_none(result.probes[o.probe].ci[0]),
          "upper": finite_or_none(result.probes[o.probe].ci[1])} for o in failing]
@@ -130,8 +216,8 @@ def leak_summary(result: MembudgetResult) -> dict[str, Any]:
             "evidence": top_evidence(evidence, tuple(o.probe for o in failing))}
 
 
-def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
-                 ) -> dict[str, Any] | None:
+def top_evidence(evidence: GrowthEvidence, failing: tuple[str, ...] = ()
+                 ) -> TopEvidence | None:
     """The first line of the evidence: the first thread or descriptor left open when those
     probes fail, else the top growing allocation site (with the first retaining path), else
     the top native stack, else what kept the evidence away."""
@@ -141,29 +227,40 @@ def top_evidence(evidence: Mapping[str, Any], failing: tuple[str, ...] = ()
         return {"kind": "same_as", "test": evidence["same_as"]}
     listed = {PROBES[name].evidence_list for name in failing if name in PROBES}
     if "threads" in listed and evidence.get("threads"):
-        return {"kind": "thread", **evidence["threads"][0]}
+        thread = evidence["threads"][0]
+        return {"kind": "thread", "name": thread["name"], "daemon": thread["daemon"],
+                "target": thread["target"]}
     if "fds" in listed and evidence.get("fds"):
         return {"kind": "fd", "target": evidence["fds"][0]}
     sites = evidence.get("sites")
     path = next((p["path"] for p in evidence.get("paths") or () if p.get("path")), None)
-    kept = {"path": path} if path else {}
-    explained = evidence.get("explained") or {}
+    explained = evidence.get("explained")
     # Traced sites that account for under half of the failing slope (evidence/share.py),
     # where no probe of Python objects failed (the catalog's blind_to_native), are not the
     # leak's first line: a counter's int beside 1.6 KiB a call of native memory. Where Python
     # objects grow too, their site stays first: the objects that hold the native memory (a
     # torch graph kept per call).
-    native_rest = (sites and explained.get("rest") not in (None, "python")
+    native_rest = (sites and (explained.get("rest") if explained else None) not in (None, "python")
                    and not any(PROBES[name].blind_to_native for name in failing
                                if name in PROBES))
+    found: TopEvidence
     if sites and not native_rest:
         top = sites[0]
-        return {"kind": "site", **{k: top.get(k) for k in (
-            "file", "line", "bytes", "per_iter", "code", "via_file", "via_line")}, **kept}
-    if sites is not None:
-        native = evidence.get("native") or {}
-        stacks = native.get("stacks") or []
-        share = ({"traced": explained.get("traced"), "probe": explained.get("probe"),
-                  "slope": explained.get("slope")} if native_rest else {})
-        return {"kind": "native", **({"stack": stacks[0]} if stacks else {}), **share, **kept}
-    return None
+        found = {"kind": "site", "file": top.get("file"), "line": top.get("line"),
+                 "bytes": top.get("bytes"), "per_iter": top.get("per_iter"),
+                 "code": top.get("code"), "via_file": top.get("via_file"),
+                 "via_line": top.get("via_line")}
+    elif sites is not None:
+        stacks = (evidence.get("native") or {}).get("stacks") or []
+        found = {"kind": "native"}
+        if stacks:
+            found["stack"] = stacks[0]
+        if native_rest and explained:
+            found["traced"] = explained.get("traced")
+            found["probe"] = explained.get("probe")
+            found["slope"] = explained.get("slope")
+    else:
+        return None
+    if path:
+        found["path"] = path
+    return found

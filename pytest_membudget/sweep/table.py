@@ -6,19 +6,79 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.render.failure import failure_message
 from pytest_membudget.render.retention import native_top_text, path_text
 from pytest_membudget.render.session import cache_text
 from pytest_membudget.render.units import fmt, short_path, table
+from pytest_membudget.sweep.outcome import (
+    LeakProbe,
+    LeakSummary,
+    SecondLookRecord,
+    SweepRecord,
+    TopEvidence,
+)
 from pytest_membudget.vocabulary import CutShort, NotRepeatable, SweepMode, SweepVerdict
 
 if TYPE_CHECKING:
     from pytest_membudget.measure.results import MembudgetResult
 
-Records = Mapping[str, Mapping[str, Any]]
+#: Each test's record, by node id.
+Records = Mapping[str, SweepRecord]
+
+
+class LeakEntry(TypedDict):
+    """A leaking test in the JSON report: its leak summary and the top evidence in words."""
+
+    test: str
+    bytes_per_call: float | None
+    probes: list[LeakProbe]
+    evidence: TopEvidence | None
+    evidence_text: str
+
+
+class ListedRecord(SweepRecord, total=False):
+    """A test's record in one of the report's lists, with its node id first."""
+
+    test: str
+
+
+class NotRepeatedEntry(ListedRecord):
+    """A test of the not-repeatable list, with why, in words."""
+
+    reason_text: str
+
+
+class _FlaggedEntry(TypedDict):
+    test: str
+    verdict: str | None
+    flagged: dict[str, float] | None
+
+
+class FlaggedEntry(_FlaggedEntry, total=False):
+    """A test the screen flagged: its verdict, what was flagged, and its second look."""
+
+    second_look: SecondLookRecord
+
+
+class SweepDocument(TypedDict):
+    """The JSON report's ``sweep`` section: the same table and lists as the terminal."""
+
+    mode: str
+    counts: dict[str, int]
+    #: Where the sweep's own time went, summed over the tests (the tests' own first calls
+    #: beside it, for scale).
+    seconds: dict[str, float]
+    leaks: list[LeakEntry]
+    not_repeatable: list[NotRepeatedEntry]
+    not_screened: list[ListedRecord]
+    #: Both lists above, counted by reason: what the sweep did not look at.
+    not_looked_at: dict[str, dict[str, int]]
+    cut_short: list[ListedRecord]
+    inconclusive: list[ListedRecord]
+    flagged: list[FlaggedEntry]
 
 LEAK_HEADER = ("test", "probe", "growth/call", "bounds/call", "top evidence")
 REASONS = {
@@ -36,22 +96,23 @@ REASONS = {
 }
 
 
-def _leaking(records: Records) -> list[tuple[str, Mapping[str, Any]]]:
+def _leaking(records: Records) -> list[tuple[str, LeakSummary]]:
     """Tests with a leak, the fastest growth per call first: bytes per call where a probe or
     the evidence measured it, then the rest by their probe's slope."""
     found = [(nodeid, data["leaks"]) for nodeid, data in records.items()
              if data.get("leaks") and data["leaks"].get("probes")]
 
-    def rank(entry: tuple[str, Mapping[str, Any]]) -> tuple[int, float]:
+    def rank(entry: tuple[str, LeakSummary]) -> tuple[int, float]:
         leaks = entry[1]
-        if leaks.get("bytes_per_call") is not None:
-            return (1, float(leaks["bytes_per_call"]))
+        per_call = leaks.get("bytes_per_call")
+        if per_call is not None:
+            return (1, float(per_call))
         return (0, max(float(p["slope"] or 0.0) for p in leaks["probes"]))
 
     return sorted(found, key=rank, reverse=True)
 
 
-def evidence_text(top: Mapping[str, Any] | None) -> str:
+def evidence_text(top: TopEvidence | None) -> str:
     """The top evidence line, in one line."""
     if not top:
         return "-"
@@ -85,7 +146,7 @@ def per_call(probe: str, value: float | None) -> str:
     return fmt(probe, value, per_iter=True).replace("/iter", "/call")
 
 
-def _own(data: Mapping[str, Any]) -> bool:
+def _own(data: SweepRecord) -> bool:
     """Whether a listed leak is a test's own budgets failing, not a leak the sweep found."""
     return data.get("verdict") == SweepVerdict.OWN_BUDGETS.value
 
@@ -105,7 +166,7 @@ def leak_rows(records: Records) -> list[tuple[str, ...]]:
     return rows
 
 
-def reason_text(data: Mapping[str, Any]) -> str:
+def reason_text(data: SweepRecord) -> str:
     try:
         template = REASONS[NotRepeatable(data.get("reason"))]
     except ValueError:
@@ -119,7 +180,7 @@ BOUND_WORDS = {CutShort.TIMEOUT.value: "half its pytest-timeout timeout",
                CutShort.SWEEP_SECONDS.value: "membudget_sweep_seconds"}
 
 
-def cut_short_text(data: Mapping[str, Any]) -> str:
+def cut_short_text(data: SweepRecord) -> str:
     allowed = float(data.get("allowed") or 0.0)
     bound = BOUND_WORDS.get(str(data.get("bound")), "membudget_sweep_seconds")
     if data.get("calls"):
@@ -133,7 +194,7 @@ def cut_short_text(data: Mapping[str, Any]) -> str:
             f"long for the screen within {allowed:.3g} s ({bound})")
 
 
-def inconclusive_text(data: Mapping[str, Any]) -> str:
+def inconclusive_text(data: SweepRecord) -> str:
     held = data.get("held_by")
     if held:
         return ("growth held by a bounded cache still filling: "
@@ -141,7 +202,7 @@ def inconclusive_text(data: Mapping[str, Any]) -> str:
     return "the full verdict did not settle"
 
 
-def passed_text(data: Mapping[str, Any]) -> str:
+def passed_text(data: SweepRecord) -> str:
     flagged = ", ".join(data.get("flagged", {}))
     look = data.get("second_look")
     if look and not look.get("full_verdict"):
@@ -235,18 +296,24 @@ def failure_text(nodeid: str, result: MembudgetResult, confidence: float) -> str
             "@pytest.mark.no_membudget_sweep exempts a test.")
 
 
-def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
+def _finite(value: float | None) -> float | None:
+    return finite_or_none(value) if isinstance(value, float) else value
+
+
+def _finite_probe(probe: LeakProbe) -> LeakProbe:
+    return {"probe": probe["probe"], "unit": probe["unit"], "slope": _finite(probe["slope"]),
+            "lower": _finite(probe["lower"]), "upper": _finite(probe["upper"])}
+
+
+def sweep_document(records: Records, mode: SweepMode) -> SweepDocument:
     """The JSON report's ``sweep`` section: the same table and lists as the terminal."""
-
-    def finite(value: Any) -> Any:
-        return finite_or_none(value) if isinstance(value, float) else value
-
-    leaks = [{"test": nodeid, "bytes_per_call": finite(leaks.get("bytes_per_call")),
-              "probes": [{k: finite(v) for k, v in p.items()} for p in leaks["probes"]],
-              "evidence": leaks.get("evidence"), "evidence_text": evidence_text(
-                  leaks.get("evidence"))}
-             for nodeid, leaks in _leaking(records)]
-    by_verdict: dict[str, list[dict[str, Any]]] = {}
+    leaks: list[LeakEntry] = [
+        {"test": nodeid, "bytes_per_call": _finite(leaks.get("bytes_per_call")),
+         "probes": [_finite_probe(p) for p in leaks["probes"]],
+         "evidence": leaks.get("evidence"), "evidence_text": evidence_text(
+             leaks.get("evidence"))}
+        for nodeid, leaks in _leaking(records)]
+    by_verdict: dict[str, list[ListedRecord]] = {}
     for nodeid, data in records.items():
         by_verdict.setdefault(str(data.get("verdict")), []).append({"test": nodeid, **data})
     seconds: dict[str, float] = {"sweep": 0.0, "screen": 0.0, "first_calls": 0.0}
@@ -258,18 +325,22 @@ def sweep_document(records: Records, mode: SweepMode) -> dict[str, Any]:
     return {
         "mode": mode.value,
         "counts": dict(Counter(str(d.get("verdict")) for d in records.values())),
-        # Where the sweep's own time went, summed over the tests (the tests' own first calls
-        # beside it, for scale).
         "seconds": {key: round(value, 3) for key, value in seconds.items()},
         "leaks": leaks,
         "not_repeatable": [{**entry, "reason_text": reason_text(entry)} for entry in
                            by_verdict.get(SweepVerdict.NOT_REPEATABLE.value, [])],
         "not_screened": by_verdict.get(SweepVerdict.NOT_SCREENED.value, []),
-        # Both lists above, counted by reason: what the sweep did not look at.
         "not_looked_at": not_looked_at(records),
         "cut_short": by_verdict.get(SweepVerdict.CUT_SHORT.value, []),
         "inconclusive": by_verdict.get(SweepVerdict.INCONCLUSIVE.value, []),
-        "flagged": [{"test": n, "verdict": d.get("verdict"), "flagged": d.get("flagged"),
-                     **({"second_look": d["second_look"]} if d.get("second_look") else {})}
-                    for n, d in records.items() if d.get("flagged")],
+        "flagged": [_flagged(n, d) for n, d in records.items() if d.get("flagged")],
     }
+
+
+def _flagged(nodeid: str, data: SweepRecord) -> FlaggedEntry:
+    entry: FlaggedEntry = {"test": nodeid, "verdict": data.get("verdict"),
+                           "flagged": data.get("flagged")}
+    look = data.get("second_look")
+    if look:
+        entry["second_look"] = look
+    return entry

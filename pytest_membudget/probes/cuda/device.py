@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_membudget.probes.cuda.history import History
+from pytest_membudget.probes.cuda.history import CudaEvidence, History
 from pytest_membudget.probes.cuda.peak import reserved_at_peak
 from pytest_membudget.probes.shared import SharedSource
 
@@ -84,7 +84,7 @@ class DeviceStats(SharedSource):
             self.history = History(self.torch, self.index, trace)
             self.history.start()
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> CudaEvidence | None:
         if self.history is None:
             return None
         self.release_workspaces()
@@ -125,10 +125,10 @@ class DeviceStats(SharedSource):
         if mark in self.marks:
             self.marks.remove(mark)
 
-    def peak_evidence(self, mark: dict[str, float] | None) -> dict[str, Any]:
+    def peak_evidence(self, mark: dict[str, float] | None) -> CudaEvidence:
         """What the reserve was made of at its peak, and, with the allocator's trace, the
         blocks live at the peak of the window's allocations."""
-        found: dict[str, Any] = {}
+        found: CudaEvidence = {}
         if mark is not None:
             found["cuda_reserved"] = reserved_at_peak(self.peaks(mark))
         if self.history is not None:

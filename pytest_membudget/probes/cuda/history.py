@@ -11,7 +11,8 @@ its buffer intact; one this module starts, it stops. It needs torch 2.1 or later
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from pytest_membudget.probes.cuda.allocator import (
     NATIVE,
@@ -19,12 +20,24 @@ from pytest_membudget.probes.cuda.allocator import (
     allocator_backend,
     caching_off,
 )
-from pytest_membudget.probes.cuda.peak import peak_blocks
-from pytest_membudget.probes.cuda.snapshot import live_keys, live_window_blocks
+from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak, peak_blocks
+from pytest_membudget.probes.cuda.snapshot import BlockRow, live_keys, live_window_blocks
 
 #: Events kept in the allocator's trace when a peak must be replayed from it (torch keeps the
 #: latest this many: a window of more events loses its earliest).
 TRACE_ENTRIES = 1_000_000
+
+
+class CudaEvidence(TypedDict, total=False):
+    """What the allocator tells, under the keys of the evidence: of a failing window, the
+    blocks it left live (``cuda_blocks``); of a failing peak, what the reserve was made of
+    there (``cuda_reserved``) and the blocks live at it (``cuda_peak``); or why it cannot
+    (``cuda_history``)."""
+
+    cuda_history: str
+    cuda_blocks: list[BlockRow]
+    cuda_reserved: ReservedAtPeak
+    cuda_peak: PeakBlocks
 
 
 class History:
@@ -44,8 +57,9 @@ class History:
         #: Every block live when the window opened (with or without frames): not the window's
         #: growth, whoever allocated it.
         self.before: frozenset[tuple[Any, ...]] = frozenset()
-        self.found: dict[str, Any] | None = None
-        self.taken: dict[str, Any] | str | None = None
+        self.found: CudaEvidence | None = None
+        #: torch's snapshot after the window, or why there is none.
+        self.taken: Mapping[str, Any] | str | None = None
 
     def start(self) -> None:
         self.problem = self._refusal()
@@ -83,13 +97,13 @@ class History:
                     "no block; the evidence of cuda_history needs the caching allocator")
         return None
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self) -> CudaEvidence:
         """One snapshot per failing run, however many CUDA budgets failed."""
         if self.found is None:
             self.found = {"cuda_history": self.problem} if self.problem else self._blocks()
         return self.found
 
-    def _snapshot(self) -> dict[str, Any] | str:
+    def _snapshot(self) -> Mapping[str, Any] | str:
         """The run's one snapshot after the window (its growth and its peak are both read
         from it), or why torch gave none."""
         if self.taken is None:
@@ -99,14 +113,14 @@ class History:
                 self.taken = f"torch could not take a memory snapshot ({_said(exc)})"
         return self.taken
 
-    def _blocks(self) -> dict[str, Any]:
+    def _blocks(self) -> CudaEvidence:
         snapshot = self._snapshot()
         if isinstance(snapshot, str):
             return {"cuda_history": snapshot}
         return {"cuda_blocks": live_window_blocks(snapshot, device=self.index,
                                                   exclude=self.before)}
 
-    def peak_evidence(self) -> dict[str, Any]:
+    def peak_evidence(self) -> CudaEvidence:
         """The blocks live at the peak of the window's allocations, replayed from the trace
         (cuda/peak.py); the reason where there is none."""
         if self.problem:

@@ -12,15 +12,35 @@ Blocks allocated before the recording started are not in the trace (their frees 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from pytest_membudget.probes.cuda.snapshot import grouped
+from pytest_membudget.probes.cuda.snapshot import BlockRow, grouped
 
 ALLOC = "alloc"
 #: The event that hands a block back: torch books the allocated bytes down then.
 FREED = "free_completed"
 #: Largest block of the small pool (torch's kSmallSize).
 SMALL_LIMIT = 1024 * 1024
+
+
+class PeakBlocks(TypedDict):
+    """The blocks live at the peak of the window's allocations (grouped as the window's
+    growth is), the peak's bytes, and how many events the trace held."""
+
+    peak: int
+    events: int
+    blocks: list[BlockRow]
+
+
+class ReservedAtPeak(TypedDict):
+    """What the allocator's reserve was made of, each figure at its own peak, in bytes; and
+    the allocations that had to free cached blocks first."""
+
+    reserved: float
+    allocated: float
+    free_in_split_blocks: float
+    free_in_whole_blocks: float
+    retries: float
 
 
 def replay(trace: Sequence[Mapping[str, Any]]) -> tuple[int, list[Mapping[str, Any]]]:
@@ -49,7 +69,7 @@ def replay(trace: Sequence[Mapping[str, Any]]) -> tuple[int, list[Mapping[str, A
 
 
 def peak_blocks(snapshot: Mapping[str, Any], device: int = 0,
-                top: int = 10) -> dict[str, Any]:
+                top: int = 10) -> PeakBlocks:
     """The blocks live at the peak of the device's trace, grouped as the window's growth is
     (by the line that allocated them, the user's line beneath a library's, and their pool),
     largest first; with the peak's bytes and how many events the trace held."""
@@ -62,7 +82,7 @@ def peak_blocks(snapshot: Mapping[str, Any], device: int = 0,
     return {"peak": best, "events": len(trace), "blocks": grouped(pairs, top)}
 
 
-def reserved_at_peak(stats: Mapping[str, Any]) -> dict[str, float]:
+def reserved_at_peak(stats: Mapping[str, Any]) -> ReservedAtPeak:
     """What the allocator's reserve was made of, each figure at its own peak since the
     peaks were reset: allocated, free inside split blocks (fragmentation: a block cut for a
     smaller request, its rest cached and free), and the rest of the reserve, free in whole

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.cuda.allocator import STAT_KEYS, stat, unavailable_reason
 from pytest_membudget.probes.cuda.device import PEAK, DeviceStats
+from pytest_membudget.probes.cuda.history import CudaEvidence
 
 
 class CudaProbe(Probe):
@@ -52,7 +53,7 @@ class CudaProbe(Probe):
         if self.options.get("cuda_history"):
             self.source.start_history(trace=bool(self.options.get("cuda_peaks")))
 
-    def evidence(self) -> dict[str, Any] | None:
+    def evidence(self) -> CudaEvidence | None:
         return self.source.evidence() if self.source is not None else None
 
     def peak(self) -> float | None:
@@ -63,7 +64,7 @@ class CudaProbe(Probe):
             return None
         return self.source.peaks(self.mark).get(key[: -len(".current")] + PEAK)
 
-    def peak_evidence(self) -> dict[str, Any] | None:
+    def peak_evidence(self) -> CudaEvidence | None:
         return self.source.peak_evidence(self.mark) if self.source is not None else None
 
     def sync(self) -> None:

@@ -21,7 +21,7 @@ it). Keys not read, on purpose: the trace (``device_traces``, with ``time_us``,
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_membudget.probes.cuda.stacks import Frame, Origin, origin
 
@@ -29,6 +29,33 @@ from pytest_membudget.probes.cuda.stacks import Frame, Origin, origin
 #: "active_awaiting_free" for the second).
 LIVE_STATES = ("active_allocated", "active_pending_free")
 Key = tuple[Any, ...]
+
+
+class _BlockPlace(TypedDict):
+    origin: str
+    file: str | None
+    line: int | None
+    function: str | None
+    pool: str
+
+
+class BlockPlace(_BlockPlace, total=False):
+    """Where blocks came from (``origin``: stacks.PYTHON, BACKWARD or UNFRAMED) and their
+    pool: a line (``file``, ``line``, ``function``, and ``via_*`` for the user's line beneath
+    a library's), or, for blocks without a Python frame, none (``file`` None) and the
+    ``stream`` they were allocated on."""
+
+    stream: int | None
+    via_file: str
+    via_line: int
+    via_function: str
+
+
+class BlockRow(BlockPlace):
+    """The blocks of one place, with their bytes and count: a row of the evidence."""
+
+    bytes: int
+    blocks: int
 
 
 def block_frames(block: Mapping[str, Any]) -> list[Frame]:
@@ -67,24 +94,25 @@ def live_keys(snapshot: Mapping[str, Any], device: int | None = None) -> frozens
                      for _, block, address in live_blocks(snapshot, device))
 
 
-def block_row(found: Origin, segment: Mapping[str, Any]) -> dict[str, Any]:
-    """The row a block is grouped under: where it came from, and its pool."""
-    row: dict[str, Any] = {"origin": found.kind, "file": None, "line": None,
-                           "function": None, "pool": str(segment.get("segment_type", "?"))}
+def block_row(found: Origin, segment: Mapping[str, Any]) -> BlockPlace:
+    """The place a block is grouped under: where it came from, and its pool."""
+    row: BlockPlace = {"origin": found.kind, "file": None, "line": None, "function": None,
+                       "pool": str(segment.get("segment_type", "?"))}
     if found.site is not None:
-        row.update(file=str(found.site.get("filename", "?")),
-                   line=int(found.site.get("line", 0)), function=str(found.site.get("name", "")))
+        row["file"] = str(found.site.get("filename", "?"))
+        row["line"] = int(found.site.get("line", 0))
+        row["function"] = str(found.site.get("name", ""))
     else:  # unframed blocks are told apart by the stream they were allocated on
         row["stream"] = segment.get("stream")
     if found.via is not None:
-        row.update(via_file=str(found.via.get("filename", "?")),
-                   via_line=int(found.via.get("line", 0)),
-                   via_function=str(found.via.get("name", "")))
+        row["via_file"] = str(found.via.get("filename", "?"))
+        row["via_line"] = int(found.via.get("line", 0))
+        row["via_function"] = str(found.via.get("name", ""))
     return row
 
 
 def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10, device: int | None = None,
-                       exclude: Collection[Key] = ()) -> list[dict[str, Any]]:
+                       exclude: Collection[Key] = ()) -> list[BlockRow]:
     """Live blocks less those in ``exclude`` (live when the window opened), grouped by where
     they came from and their pool, largest first. A row names a line (``file``, ``line``,
     ``function``, and ``via_*`` for the user's line beneath a library's), or, for blocks without
@@ -94,15 +122,16 @@ def live_window_blocks(snapshot: Mapping[str, Any], top: int = 10, device: int |
 
 
 def grouped(blocks: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-            top: int = 10) -> list[dict[str, Any]]:
+            top: int = 10) -> list[BlockRow]:
     """(block, its segment) pairs grouped by where the block came from and its pool, with
     their bytes and count, largest first."""
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    groups: dict[tuple[tuple[str, object], ...], tuple[BlockPlace, list[int]]] = {}
     for block, segment in blocks:
-        found = origin(block, block_frames(block))
-        entry = groups.setdefault(tuple(block_row(found, segment).items()), [0, 0])
+        place = block_row(origin(block, block_frames(block)), segment)
+        _, entry = groups.setdefault(tuple(place.items()), (place, [0, 0]))
         entry[0] += int(block.get("size", 0))
         entry[1] += 1
-    rows = [{**dict(key), "bytes": size, "blocks": n} for key, (size, n) in groups.items()]
-    rows.sort(key=lambda r: int(r["bytes"]), reverse=True)
+    rows: list[BlockRow] = [{**place, "bytes": size, "blocks": n}
+                            for place, (size, n) in groups.values()]
+    rows.sort(key=lambda r: r["bytes"], reverse=True)
     return rows[:top]

@@ -40,7 +40,7 @@ NOTE = {"kind": "native_growth", "probe": "rss", "slope": 32768.0, "ci": [30000.
 
 
 def test_the_note_names_the_slope_what_heap_misses_and_the_budget_that_judges_it() -> None:
-    [line] = note_reasons({"notes": [NOTE]})
+    [line] = note_reasons([NOTE])
     assert "32 KiB/iter [29.3 KiB/iter, 34.2 KiB/iter]" in line
     assert "native memory, outside what heap measures" in line
     assert "rss=0 or malloc=0" in line

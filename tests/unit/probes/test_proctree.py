@@ -167,7 +167,7 @@ def test_workers_that_come_and_go_leave_nothing_behind(fake: FakeProc) -> None:
         tree.refresh()
         totals.append((tree.count, tree.uss))
     assert totals == [(1, 1000 * 1024)] * 6
-    table = tree.log.table("children_uss")
+    table = tree.log.table("uss")
     assert table["started"] == 5 and table["ended"] == 5 and table["alive"] == 1
 
 
@@ -183,7 +183,7 @@ def test_the_table_puts_most_growth_first_and_marks_the_ended(fake: FakeProc) ->
             (fake.root / str(ROOT) / "task" / str(ROOT) / "children").write_text("2000 ")
         tree.iteration = 100 + step
         tree.refresh()
-    rows = tree.log.table("children_uss")["rows"]
+    rows = tree.log.table("uss")["rows"]
     assert [r["pid"] for r in rows] == [2001, 2000]
     ended, alive = rows
     assert ended["ended"] and ended["last_iteration"] == 102 and ended["command"] == ""
@@ -191,7 +191,7 @@ def test_the_table_puts_most_growth_first_and_marks_the_ended(fake: FakeProc) ->
     assert alive["slope"] == pytest.approx(10 * 1024)
     assert alive["command"] == "python --worker"
     assert not alive["started_in_window"]
-    pss_rows = tree.log.table("tree_pss")["rows"]
+    pss_rows = tree.log.table("pss")["rows"]
     assert any(r["root"] for r in pss_rows)
 
 
@@ -205,7 +205,7 @@ def test_the_children_table_lists_the_processes_started_in_the_window(fake: Fake
             fake.process(3000 + step, ROOT, name=f"env-{step}")
         tree.iteration = step
         tree.refresh()
-    table = tree.log.table("children")
+    table = tree.log.table("count")
     assert [r["pid"] for r in table["rows"]] == [3001, 3002, 3003]
     assert table["rows"][0]["first_iteration"] == 1 and table["figure"] == "count"
     assert table["started"] == 3 and table["alive"] == 4
@@ -218,7 +218,7 @@ def test_a_reused_pid_is_a_new_process(fake: FakeProc) -> None:
     tree.refresh()
     fake.process(2000, ROOT, started=555)
     tree.refresh()
-    table = tree.log.table("children_uss")
+    table = tree.log.table("uss")
     assert table["ended"] == 1 and table["started"] == 1
 
 
