@@ -21,6 +21,7 @@ import tracemalloc
 from collections.abc import Generator
 from typing import Any
 
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
 from pytest_membudget.evidence.sites import by_site
 from pytest_membudget.frames import is_library, source_line
@@ -157,8 +158,6 @@ def state(size: float, kept: float) -> str:
     return "transient" if kept <= TRANSIENT_SHARE * size else "partly retained"
 
 
-#: Probes whose rise is the process's resident memory, as the composition's readings are.
-RESIDENT_PROBES = ("rss", "uss")
 #: Kinds of memory that hold data: what is left of them when the call returned says whether
 #: the peak outlived it (the allocators' free memory and other anonymous pages do not).
 HELD = ("python", "native", "file", "stacks")
@@ -299,7 +298,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     if census and not one_call:
         untraced = max(rise - census["traced"], 0.0)
     # The reading's rise stands against the measured one only where both are RSS.
-    measured = rise if probe in RESIDENT_PROBES else None
+    measured = rise if probe in PROBES and PROBES[probe].resident else None
     # tracemalloc's own peak over the rerun's one call: exact where the watch's readings
     # fell between (a peak inside one C call), and the run's where it was one call too.
     traced_peak = census["traced"] if census and one_call else None

@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # the probes' own records, read where a failing probe's sourc
     from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak
     from pytest_membudget.probes.cuda.snapshot import BlockRow
     from pytest_membudget.probes.proclog import ProcessTable
+    from pytest_membudget.probes.records import CupyEvidence, JaxEvidence
 
 
 class _Site(TypedDict):
@@ -185,5 +186,5 @@ class GrowthEvidence(TypedDict, total=False):
     cuda_peak: PeakBlocks
     #: The device stacks' own books (probes/jax, probes/cupy): arrays and compilations,
     #: pools' live blocks.
-    jax: dict[str, Any]
-    cupy: dict[str, Any]
+    jax: JaxEvidence
+    cupy: CupyEvidence

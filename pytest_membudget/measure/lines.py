@@ -4,7 +4,7 @@ each line of the user's code while it ran, and how they are listed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_membudget.frames import is_own, source_line
 from pytest_membudget.measure.stacks import Where
@@ -20,6 +20,38 @@ OTHER_LINES = 3
 Seen = tuple[Where | None, Where | None, bool, Where | None]
 
 
+class OtherLine(TypedDict):
+    """Another line of a function the watch saw rise, beside the one that rose most."""
+
+    line: int
+    bytes: int
+
+
+class _WatchedLine(TypedDict):
+    bytes: int
+
+
+class WatchedLine(_WatchedLine, total=False):
+    """A line of the user's code the peak watch (measure/watch.py) saw run: the bytes RSS
+    rose while it ran, or, with ``threads``, the threads it started (``bytes`` is then that
+    count too). ``inner_*``: the frame beneath it (a library's) where that is another;
+    ``waiting``: the thread waited for others there; ``waited_*``: where the measured thread
+    waited while other threads ran this line (a pool's workers)."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+    inner_file: str
+    inner_line: int
+    inner_function: str
+    waiting: bool
+    waited_file: str
+    waited_line: int
+    other_lines: list[OtherLine]
+    threads: int
+
+
 @dataclass
 class _Line:
     bytes: float = 0.0
@@ -28,7 +60,6 @@ class _Line:
     waiting: bool = False
     #: Where the measured thread waited while other threads ran this line (a pool's).
     waited_at: Where | None = None
-
 
 
 @dataclass
@@ -63,12 +94,12 @@ class Lines:
         for key, line in other.by_key.items():
             self.by_key.setdefault(key, _Line(frames=key)).bytes += line.bytes
 
-    def threads(self) -> list[dict[str, Any]]:
+    def threads(self) -> list[WatchedLine]:
         """The lines that started threads, most first."""
         return [{**_describe(line), "threads": round(line.bytes)} for line in sorted(
             self.by_key.values(), key=lambda line: line.bytes, reverse=True)]
 
-    def rose(self) -> list[dict[str, Any]]:
+    def rose(self) -> list[WatchedLine]:
         """The rise by function of the user's code, largest first: each at its line that
         rose most, with the function's other lines beside it. Sampling sees the line that
         runs, which in a loop moves between the lines of its body."""
@@ -98,17 +129,18 @@ class Lines:
         return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
 
 
-def _describe(line: _Line) -> dict[str, Any]:
+def _describe(line: _Line) -> WatchedLine:
     user, inner = line.frames
-    found: dict[str, Any] = {"bytes": round(line.bytes)}
+    found: WatchedLine = {"bytes": round(line.bytes)}
     shown = user or inner
     if shown is not None:
-        found.update(file=shown[0], line=shown[1], function=shown[2],
-                     code=source_line(shown[0], shown[1]))
+        found.update({"file": shown[0], "line": shown[1], "function": shown[2],
+                      "code": source_line(shown[0], shown[1])})
     if inner is not None and user is not None and inner[:2] != user[:2]:
-        found.update(inner_file=inner[0], inner_line=inner[1], inner_function=inner[2])
+        found.update({"inner_file": inner[0], "inner_line": inner[1],
+                      "inner_function": inner[2]})
     if line.waiting:
         found["waiting"] = True
     if line.waited_at is not None:
-        found.update(waited_file=line.waited_at[0], waited_line=line.waited_at[1])
+        found.update({"waited_file": line.waited_at[0], "waited_line": line.waited_at[1]})
     return found

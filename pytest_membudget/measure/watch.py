@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.frames import is_library, is_own
-from pytest_membudget.measure.lines import Lines, Seen
+from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
     ThreadStack,
@@ -91,12 +91,12 @@ class WatchReport:
     highest: float
     seconds: float
     #: Per line that ran while RSS rose: bytes of the rise, largest first.
-    rose: list[dict[str, Any]]
+    rose: list[WatchedLine]
     timeline: npt.NDArray[np.float64]
     #: Seconds from the start to the highest reading.
     peak_at: float = math.nan
     #: The lines of the user's code that were running when threads appeared, most first.
-    threads: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[WatchedLine] = field(default_factory=list)
     stopped: bool = False
     samples: int = 0
     #: Where a warm-up ran before the measured window: the RSS at the run's start, the
