@@ -142,8 +142,6 @@ OBJECTS_AMPLE = 1_000_000.0
 #: The probe sampled, unreported, beside budgets that are all blind to native memory: its
 #: clear growth becomes a note, never a failure.
 NATIVE_WATCH = "rss"
-#: About 64 MiB of objects or blocks of 64 bytes.
-OBJECTS_AMPLE = 1_000_000.0
 #: The run spread (ProbeInfo.run_spread) of the probes that count pages. Pages count what was
 #: touched, not what was allocated: a zeroed buffer from fresh memory is not resident until it
 #: is written, one from reused memory is, so a leak of zeroed buffers reads at a rate that

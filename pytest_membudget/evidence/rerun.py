@@ -40,7 +40,6 @@ from pytest_membudget.evidence.sites import callers, growing_sites
 from pytest_membudget.evidence.steps import (
     LEAST_CALLS,
     STACK_FRAMES,
-    TOP,
     Deadline,
     seconds,
 )
@@ -54,6 +53,7 @@ from pytest_membudget.interpreter import (
     session_froze,
 )
 from pytest_membudget.probes.heap import TRACE_FRAMES
+from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import ProbeKind
 
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.evidence.records import Site
-from pytest_membudget.evidence.steps import MOST_CALLS, TOP
+from pytest_membudget.evidence.steps import MOST_CALLS
 from pytest_membudget.frames import first_user, is_library, is_own
+from pytest_membudget.probes.records import TOP
 
 
 def _filename(frame: tracemalloc.Frame) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-#: Most rows of each list of a device stack's evidence, largest first (as each list of the
-#: growth evidence: evidence/steps.py).
+#: Most rows of each list of the evidence, largest first: the lines that grew, the types,
+#: the threads, the descriptors and the tasks a window left (evidence/), and each list of a
+#: device stack's own books (here).
 TOP = 10
 
 
