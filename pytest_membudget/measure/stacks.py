@@ -8,11 +8,32 @@ import faulthandler
 import os
 import sys
 import tempfile
+from typing import Any
 
 from pytest_membudget.frames import is_own, is_user_frame, is_wait
+from pytest_membudget.probes.procfs import libc_function
 
 #: Frames that count as the line of the function running them.
 HELPERS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<lambda>"})
+
+
+def _held_file_calls() -> tuple[Any, Any, Any] | None:
+    """The C library's lseek, pread and ftruncate, called without letting go of the GIL;
+    None where there is no C library to call."""
+    lseek, pread, ftruncate = (libc_function(name, keep_gil=True)
+                               for name in ("lseek", "pread", "ftruncate"))
+    if lseek is None or pread is None or ftruncate is None:
+        return None
+    lseek.restype, lseek.argtypes = ctypes.c_long, [ctypes.c_int, ctypes.c_long, ctypes.c_int]
+    pread.restype = ctypes.c_ssize_t
+    pread.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long]
+    ftruncate.restype, ftruncate.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_long]
+    return lseek, pread, ftruncate
+
+
+_HELD_FILE_CALLS = _held_file_calls()
+
+
 #: Frames read the slower way where faulthandler's dump leaves the measured thread out.
 FALLBACK_FRAMES = 32
 
@@ -89,6 +110,12 @@ def running_line(stacks: list[list[Where]]) -> tuple[Where, Where] | None:
     return max(counts, key=counts.__getitem__) if counts else None
 
 
+def own_stack(dump: bytes) -> list[Where]:
+    """The frames of a thread's dump of its own stack (ThreadStack.dump_own), innermost
+    first."""
+    return _stack_of(dump)
+
+
 def _stack_of(block: bytes) -> list[Where]:
     """The frames of one thread's block of faulthandler's dump, innermost first."""
     stack = []
@@ -119,15 +146,30 @@ class ThreadStack:
         self._header = b"hread 0x%0*x " % (2 * ctypes.sizeof(ctypes.c_ulong), ident)
         self._file = tempfile.TemporaryFile()  # noqa: SIM115 (read at every step, closed by close())
         self._fd = self._file.fileno()
+        # Made here, before tracing begins: a thread reading its own stack reads into it.
+        self._buffer = ctypes.create_string_buffer(1 << 14)
 
-    def _dump(self, all_threads: bool) -> bytes:
+    def _dump(self, all_threads: bool, hold: bool = False) -> bytes:
         fd = self._fd
         # The dump first: it writes without letting go of the GIL, so the stack is the one
         # of the moment the watch got the GIL back (the RSS it just read). The file's calls
         # let go of it and let the workload run on: they come after, and the file is left
         # empty for the next read (a reset before the dump read a long C call's line as
-        # the caller's, the call having returned meanwhile).
+        # the caller's, the call having returned meanwhile). ``hold``: the file's calls
+        # keep the GIL too, for a thread that reads its own stack: letting go, it would
+        # wait for the GIL again after each call behind every busy thread of the workload
+        # (a loop starting fifty threads ran twice as slowly).
         faulthandler.dump_traceback(fd, all_threads=all_threads)
+        if hold and _HELD_FILE_CALLS is not None:
+            lseek, pread, ftruncate = _HELD_FILE_CALLS
+            size = lseek(fd, 0, os.SEEK_CUR)
+            if size > len(self._buffer):
+                self._buffer = ctypes.create_string_buffer(size)
+            buffer = self._buffer
+            got = pread(fd, buffer, size, 0) if size > 0 else 0
+            ftruncate(fd, 0)
+            lseek(fd, 0, os.SEEK_SET)
+            return buffer.raw[:max(got, 0)]
         size = os.lseek(fd, 0, os.SEEK_CUR)
         dump = os.pread(fd, size, 0)
         os.ftruncate(fd, 0)
@@ -154,10 +196,11 @@ class ThreadStack:
         del frame
         return stack, others
 
-    def read_own(self) -> list[Where]:
-        """The calling thread's own stack, innermost first (faulthandler's dump of it alone:
-        no frame object made)."""
-        return _stack_of(self._dump(all_threads=False))
+    def dump_own(self) -> bytes:
+        """The calling thread's own stack as faulthandler's dump of it alone (no frame object
+        made), to be read by :func:`own_stack` later: a thread that reads its stack in the
+        middle of a workload does as little as it can there."""
+        return self._dump(all_threads=False, hold=True)
 
     def close(self) -> None:
         self._file.close()

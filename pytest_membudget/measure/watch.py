@@ -36,6 +36,7 @@ from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
     ThreadStack,
     frames_of,
+    own_stack,
     running_line,
 )
 from pytest_membudget.measure.starts import announcing, start_announced
@@ -145,10 +146,11 @@ class PeakWatch:
         # would run to its end before the watch's first reading.
         self._read_rss = held_rss_reader()
         self._lines, self._started = Lines(), Lines()
-        # Threads the measured thread started through Thread.start, by the line that called
-        # it (written by that thread alone), and the threads the watch has counted.
+        # Threads the measured thread started through Thread.start, by the dump of its stack
+        # at each start (written by that thread alone, read once the watch stops), and the
+        # threads the watch has counted.
         self._announced: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-        self._announced_lines = Lines()
+        self._announced_dumps: dict[bytes, int] = {}
         self._seen: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._timeline = np.zeros((TIMELINE_ROWS, 3))
         self._rows = 0
@@ -199,7 +201,8 @@ class PeakWatch:
             self._highest = reading.rss
             self._window_began = time.perf_counter()
             self._peak_at = self._window_began - self._began
-            self._lines, self._started, self._announced_lines = Lines(), Lines(), Lines()
+            self._lines, self._started = Lines(), Lines()
+            self._announced_dumps = {}
             self._held, self._last_reading = 0.0, self._peak_at
             self._epoch += 1
 
@@ -230,7 +233,7 @@ class PeakWatch:
             self._room.close()
         self._stack.close()
         self._own_stack.close()
-        self._started.merge(self._announced_lines)
+        self._started.merge(self._announced_lines())
         return WatchReport(
             start=self._start, peak=self._peak, end=end, highest=self._highest,
             seconds=time.perf_counter() - self._window_began, rose=self._lines.rose(),
@@ -392,22 +395,33 @@ class PeakWatch:
         return True
 
     def started(self) -> None:
-        """In the measured thread, after a thread it announced started: the line that
-        started it (its stack, read by itself, without this plugin's frames). Exact where
-        the count read from the watch's thread is late: while the started threads run,
-        the watch may not get the interpreter until the starting loop is over."""
-        stack = self._own_stack.read_own()
-        # The plugin's frames come first: the reading, this method, the wrapped
-        # Thread.start. Where more of them call that (another watch starting its thread),
-        # the thread is the plugin's, not the workload's.
-        own = 0
-        while own < len(stack) and is_own(stack[own][0]):
-            own += 1
-        if not 0 < own < len(stack) or stack[own - 1][2] != start_announced.__name__:
-            return
-        del stack[:own]
-        inner, user, _ = frames_of(stack, waits=False)
-        self._announced_lines.add((inner, user, False, None), 1.0, threads=True)
+        """In the measured thread, after a thread it announced started: its stack's dump,
+        by itself, counted by its bytes (a loop's starts are one dump) and read into the
+        line that started it once the watch stops. Exact where the count read from the
+        watch's thread is late: while the started threads run, the watch may not get the
+        interpreter until the starting loop is over. Only the dump is made here: the
+        measured thread's Python work waits behind the workload's busy threads at every
+        switch of the interpreter."""
+        dump = self._own_stack.dump_own()
+        self._announced_dumps[dump] = self._announced_dumps.get(dump, 0) + 1
+
+    def _announced_lines(self) -> Lines:
+        """The lines that started the announced threads, from their dumps: the plugin's
+        frames come first (the dump, started, the wrapped Thread.start); where more of them
+        call that (another watch starting its thread), the thread is the plugin's, not the
+        workload's."""
+        lines = Lines()
+        for dump, count in self._announced_dumps.items():
+            stack = own_stack(dump)
+            own = 0
+            while own < len(stack) and is_own(stack[own][0]):
+                own += 1
+            if not 0 < own < len(stack) or stack[own - 1][2] != start_announced.__name__:
+                continue
+            del stack[:own]
+            inner, user, _ = frames_of(stack, waits=False)
+            lines.add((inner, user, False, None), float(count), threads=True)
+        return lines
 
     def _unannounced(self) -> int:
         """Threads the watch has not counted yet that the measured thread did not announce."""
