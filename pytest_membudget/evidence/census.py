@@ -113,6 +113,22 @@ BIG = 64 * 1024
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
                 fresh: list[object] | None = None,
                 large: Large | None = None) -> Counter[str]:
+    """:func:`class_counts` by the types' names."""
+    return named(class_counts(exclude, atoms, fresh, large))
+
+
+def named(counts: Counter[type]) -> Counter[str]:
+    """Counts by type, by the types' names (numbers left out)."""
+    found: Counter[str] = Counter()
+    for cls, count in counts.items():
+        if cls not in _NUMBERS:
+            found[type_name(cls)] += count
+    return found
+
+
+def class_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
+                 fresh: list[object] | None = None,
+                 large: Large | None = None) -> Counter[type]:
     """Objects by type: those the collector tracks, and the untracked atoms (arrays, strings,
     bytes; not numbers) they hold directly. ``exclude``: the caller's own objects, left out
     with what they hold. Counted in C where it can be (a heap of a million objects takes
@@ -142,11 +158,10 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
     if atoms is not None:
         atoms.note(found, dicts, listed, time.perf_counter() - started)
     del objects, holders, found, dicts
-    counts: Counter[str] = Counter()
-    for cls, count in by_type.items():
-        if cls not in _NUMBERS:
-            counts[type_name(cls)] += count
-    return counts
+    # By the types themselves: a census kept over a run holds no name of its own (under a
+    # heap budget's tracing, a few hundred names would be the plugin's, in the heap's
+    # figures).
+    return by_type
 
 
 #: The largest request pymalloc serves; a larger object's memory is glibc's (malloc).

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.census import Large, type_counts, young_bytes
+from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
@@ -100,33 +100,22 @@ def failing_footprint(m: Measurement) -> list[tuple[str, float]]:
 
 @dataclass
 class Census:
-    """The objects alive by type before a run with footprint budgets (the untracked ones
-    that containers hold included), and the bytes of the large data objects among them
+    """The objects alive by type where the measured window begins (the untracked ones that
+    containers hold included), and the bytes of the large data objects among them
     (census.large_object_bytes): the start of what it leaves alive."""
 
-    types: Counter[str]
+    types: Counter[type]
     large: Large
-    #: Whether a warm-up ran after the types were counted: they are the run's start's, and
-    #: ``large`` is the measured window's.
-    warmed: bool = False
 
 
 def types_at_start(spec: BudgetSpec) -> Census | None:
-    """The census before a run with footprint budgets; None for other runs. A walk of the
-    heap: tens of milliseconds in a test process."""
+    """The census where a run with footprint budgets begins its window; None for other
+    runs. A walk of the heap: tens of milliseconds in a test process."""
     if not footprint_budgets(spec):
         return None
     large = Large()
-    types = type_counts(exclude=_line_cache(), large=large)
+    types = class_counts(exclude=_line_cache(), large=large)
     return Census(types, large)
-
-
-def after_warm_up(start: Census) -> Census:
-    """``start`` with the large data objects counted again where the measured window
-    begins (only their bytes are kept: the count's tables would stay in a traced heap)."""
-    large = Large()
-    type_counts(exclude=(start, start.types, start.large, *_line_cache()), large=large)
-    return Census(start.types, large, warmed=True)
 
 
 def _line_cache() -> list[object]:
@@ -164,17 +153,17 @@ def kept_types(m: Measurement, start: Census | None,
         return None
     began = time.perf_counter()
     large = Large()
-    grown = type_counts(exclude=(start, start.types, start.large, *_line_cache()),
-                        large=large)
-    grown.subtract(start.types)
+    now = class_counts(exclude=(start, start.types, start.large, *_line_cache()),
+                       large=large)
+    now.subtract(start.types)
+    grown = named(now)
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
             if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
     return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
             "new_bytes": large.new_bytes(start.large) + (young or 0),
-            "seconds": round(time.perf_counter() - began, 6),
-            **({"since": "run"} if start.warmed else {})}
+            "seconds": round(time.perf_counter() - began, 6)}
 
 
 def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,

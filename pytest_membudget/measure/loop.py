@@ -104,9 +104,10 @@ def measure(
     _prime_judgement(spec)
     m.started = time.perf_counter()
     peak_watch = footprint.watch_for(spec, watch)
-    # What the run leaves alive is counted from its start, before tracing begins (a heap
-    # budget's tracemalloc would count the census's own tables all run long).
-    if spec.run.evidence:
+    # What the window leaves alive is counted from its start: here, before tracing begins
+    # (a heap budget's tracemalloc would count the census's own tables all run long), where
+    # the window is the run; after the warm-up where there is one (_measured).
+    if spec.run.evidence and not spec.run.warmup:
         m.start_types = footprint.types_at_start(spec)
     if peak_watch is not None:
         peak_watch.prepare()
@@ -170,10 +171,12 @@ def _measured(m: Measurement, probe_set: ProbeSet, sample: Sample, rebase: own.R
     spec = m.spec
     cpu = probe_set.cpu_time
     iteration, stride = yield from _warm_up(m, sample, policy, cpu)
-    if m.start_types is not None and m.warmup_done:
-        # The large objects the warm-up kept are not the window's: counted again where it
-        # begins, before the window's gc policy freezes the heap (the walk would miss it).
-        m.start_types = footprint.after_warm_up(m.start_types)
+    if spec.run.evidence and m.start_types is None:
+        # After the warm-up, which runs as it would without the plugin: the census frees
+        # large tables, after which glibc keeps in its heap (and the measured call reuses)
+        # memory the warm-up would have handed back. Before the window's gc policy freezes
+        # the heap (the walk would miss what it froze).
+        m.start_types = footprint.types_at_start(spec)
     collection.open_window()
     probe_set.before_window()
     if peak_watch is not None and m.warmup_done:

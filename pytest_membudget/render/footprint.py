@@ -244,13 +244,12 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
 
 
 def type_lines(types: dict[str, Any]) -> list[str]:
-    """The object types alive at the end of the run that were not at its start."""
+    """The object types alive at the end of the run that were not where its measured window
+    began."""
     rows = types.get("rows") or []
     if not rows:
         return []
-    since = ("since the run's start, warm-up included" if types.get("since") == "run" else
-             "since its start")
-    return [f"  object types the run left alive (new {since}):",
+    return ["  object types the run left alive (new since its start):",
             *(f"    {row['type']}: +{row['count']:,}" for row in rows)]
 
 
