@@ -189,7 +189,9 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     call_seconds = seen.seconds / max(m.measured, 1)
     cost = traced_cost(seen, call_seconds)
     census = traced_at_peak = None
-    if clock.fits(cost["seconds"]):
+    # Traced where the call would end before its tracing is cut: a call estimated past
+    # that is cut, then runs on to its end untraced, and its reading comes after.
+    if clock.fits(cost["seconds"], TRACING_SHARE):
         census, traced_at_peak = yield from _traced_rerun(m, iteration, clock, rise)
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
@@ -227,8 +229,9 @@ class Clock:
     def left(self) -> float:
         return self.began + EVIDENCE_SECONDS - time.perf_counter()
 
-    def fits(self, seconds: float) -> bool:
-        return seconds <= self.left()
+    def fits(self, seconds: float, share: float = 1.0) -> bool:
+        """Whether ``seconds`` fit in ``share`` of the time left."""
+        return seconds <= share * self.left()
 
     def spent(self) -> float:
         return round(time.perf_counter() - self.began, 6)
