@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,17 +13,19 @@ from pytest_membudget import settings as _settings
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.fixture import MemBudget
 from pytest_membudget.judge.spec import BudgetSpec, SpecError, build_spec
-from pytest_membudget.measure.records import ResultRecord
 from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
-from pytest_membudget.sweep.outcome import SweepRecord
 from pytest_membudget.vocabulary import GcPolicy, StopReason, SweepMode
+
+if TYPE_CHECKING:  # the records' types only: the sweep's modules load when a sweep runs
+    from pytest_membudget.measure.records import ResultRecord
+    from pytest_membudget.sweep.outcome import SweepRecord
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
 STATE_KEY = pytest.StashKey[MemBudget]()
 #: Set on an async test whose body the async plugin runs through MemBudget.async_test.
 MEASURED_ASYNC_KEY = pytest.StashKey[bool]()
-REPORTS_KEY = pytest.StashKey[list[tuple[str, ResultRecord]]]()
-SWEEP_KEY = pytest.StashKey[dict[str, SweepRecord]]()
+REPORTS_KEY: pytest.StashKey[list[tuple[str, ResultRecord]]] = pytest.StashKey()
+SWEEP_KEY: pytest.StashKey[dict[str, SweepRecord]] = pytest.StashKey()
 MARKER = "membudget"
 FIXTURE = "membudget"
 
