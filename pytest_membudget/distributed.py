@@ -19,11 +19,13 @@ import os
 import socket
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import pytest
 
-from pytest_membudget.measure.records import ResultRecord
+if TYPE_CHECKING:  # types only
+    from pytest_membudget.measure.records import ResultRecord
+
 
 #: Key in ``config.workeroutput``; its value is a plain dict (execnet carries only plain data).
 OUTPUT_KEY = "membudget"

@@ -16,10 +16,10 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_membudget.judge.numbers import finite_or_none
-from pytest_membudget.measure.records import ProbeRecord, ResultRecord
 from pytest_membudget.measure.results import SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from pytest_membudget.measure.records import ProbeRecord, ResultRecord
     from pytest_membudget.sweep.table import SweepDocument
 
 #: Marks a file as ours; a JSON file without it is foreign.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,11 +20,13 @@ from pytest_membudget.distributed import is_worker
 from pytest_membudget.judge.regression import Comparison, compare
 from pytest_membudget.judge.spec import SpecError, parse_bool
 from pytest_membudget.judge.tolerance import ToleranceError, Tolerances, parse_tolerances
-from pytest_membudget.measure.records import ResultRecord
 from pytest_membudget.render.comparison import comparison_lines
 from pytest_membudget.settings import option_by_key, raw_value
-from pytest_membudget.sweep.outcome import SweepRecord
 from pytest_membudget.vocabulary import SweepMode
+
+if TYPE_CHECKING:  # types only
+    from pytest_membudget.measure.records import ResultRecord
+    from pytest_membudget.sweep.outcome import SweepRecord
 
 #: Exit status when a report, baseline or plot could not be written at the end of a run
 #: that had otherwise passed (a problem of paths or permissions, as with a usage error).
@@ -88,7 +90,7 @@ def resolve(config: pytest.Config) -> OutputSettings:
 
 
 #: The sweep's mode and its records (test -> outcome dict), when the sweep is on.
-SweepRecords = tuple[SweepMode, dict[str, SweepRecord]]
+SweepRecords = tuple[SweepMode, dict[str, "SweepRecord"]]
 
 
 def configure(config: pytest.Config, results: list[tuple[str, ResultRecord]],

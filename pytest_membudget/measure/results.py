@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.numbers import finite_or_none
-from pytest_membudget.measure.records import (
-    NoteRecord,
-    OutcomeRecord,
-    ProbeRecord,
-    ResultRecord,
-    SettingsRecord,
-    UnsettledRecord,
-)
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from pytest_membudget.measure.records import (
+        NoteRecord,
+        OutcomeRecord,
+        ProbeRecord,
+        ResultRecord,
+        SettingsRecord,
+        UnsettledRecord,
+    )
     from pytest_membudget.measure.samples import Measurement
 
 #: Version of the result's dict layout (``to_dict``), and so of the JSON report's tests.
@@ -129,7 +129,7 @@ class MembudgetResult:
     evidence_data: GrowthEvidence = field(default_factory=lambda: GrowthEvidence())
     complete: bool = True
     #: The run settings in force (after marker, command line and ini were combined).
-    settings: SettingsRecord = field(default_factory=lambda: SettingsRecord())
+    settings: SettingsRecord = field(default_factory=lambda: cast("SettingsRecord", {}))
     #: Index in each probe's samples of the measured window's first sample: the samples
     #: before it are the warm-up's.
     window_start: int = 0
@@ -276,7 +276,7 @@ def build_result(m: Measurement) -> MembudgetResult:
             run_start=run_starts[name], settled_at=settled_at,
         )
     # Every field of the run settings, key for key (SettingsRecord names them all).
-    run = cast(SettingsRecord, asdict(m.spec.run))
+    run = cast("SettingsRecord", asdict(m.spec.run))
     run["gc"] = m.spec.run.gc.value
     run["iterations"] = m.spec.run.iterations or "auto"
     return MembudgetResult(
