@@ -169,7 +169,7 @@ class ThreadStack:
             got = pread(fd, buffer, size, 0) if size > 0 else 0
             ftruncate(fd, 0)
             lseek(fd, 0, os.SEEK_SET)
-            return buffer.raw[:max(got, 0)]
+            return ctypes.string_at(buffer, max(got, 0))
         size = os.lseek(fd, 0, os.SEEK_CUR)
         dump = os.pread(fd, size, 0)
         os.ftruncate(fd, 0)
