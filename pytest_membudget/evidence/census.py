@@ -229,14 +229,14 @@ def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
 def young_bytes(exclude: Sequence[object] = ()) -> int:
     """The bytes of the objects the collector tracks that are not frozen (gc.freeze): while
     the window's policy holds everything older frozen, the objects the window made and that
-    are still alive, each at its own size (a library's ``__sizeof__`` that adds the data it
-    holds, as a DataFrame's does, is not asked: the data objects are counted apart, in
-    Large)."""
+    are still alive, each at its own size with the collector's header, as the allocator
+    holds it (a library's ``__sizeof__`` that adds the data it holds, as a DataFrame's does,
+    is not asked: the data objects are counted apart, in Large)."""
     left_out = {id(obj) for obj in exclude}
     own = object.__sizeof__
     young = [obj for obj in gc.get_objects()
              if id(obj) not in left_out and not type(obj).__module__.startswith(_OWN)]
-    sizes = [sys.getsizeof(obj) if type(obj).__module__ == "builtins" else own(obj)
+    sizes = [sys.getsizeof(obj) if type(obj).__module__ == "builtins" else own(obj) + _GC_HEAD
              for obj in young]
     # The small atoms they hold (an element's text, a record's strings): untracked, so no
     # list of the collector's shows them; the big ones are Large's.
@@ -247,6 +247,8 @@ def young_bytes(exclude: Sequence[object] = ()) -> int:
 
 
 _OWN = "pytest_membudget"
+#: The collector's header in front of every object it tracks (sys.getsizeof counts it).
+_GC_HEAD = sys.getsizeof([]) - [].__sizeof__()
 
 
 def _holders(objects: list[object]) -> list[object]:
