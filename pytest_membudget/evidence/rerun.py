@@ -49,7 +49,7 @@ from pytest_membudget.interpreter import (
 )
 from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.probes.records import TOP
-from pytest_membudget.vocabulary import ProbeKind
+from pytest_membudget.vocabulary import LeftBehind, ProbeKind
 
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
 #: no more iterations than it takes the failing probes to grow this much.
@@ -124,7 +124,7 @@ def collect(
     freezes = gc_facts().freezes
     # Made before the objects are counted, so that its own few objects never read as growth.
     tasks = TaskWatch(is_user_frame) if any(
-        PROBES[name].evidence_list == "tasks" for name in failing) else None
+        PROBES[name].evidence_list is LeftBehind.TASKS for name in failing) else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
     atoms = Atoms()
