@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_device_workloads import EXPECTED
+from test_device_workloads import EXPECTED  # noqa: E402
 
 #: Text each failure must hold (the line's marker comment, what the evidence names).
 MUST_SAY = {
