@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_membudget.vocabulary import ProbeKind
+from pytest_membudget.vocabulary import LeftBehind, ProbeKind
 
 #: Growth in the window (floor to floor) after which a failure confirmed at twice its length
 #: stands without running on to the shortest verdict: a fast leak must not be run into memory
@@ -114,9 +114,9 @@ class ProbeInfo:
     #: stacks of a short rerun under memray (evidence/native.py): native memory of this
     #: process that memray's hooks see.
     native_stacks: bool = False
-    #: What the evidence lists of what a failure of it left behind, under this key of the
-    #: evidence: "threads", "fds" or "tasks" ("": nothing of its own).
-    evidence_list: str = ""
+    #: What the evidence lists of what a failure of it left behind, under the evidence's key
+    #: of that name (threads, descriptors, tasks); None: nothing of its own.
+    evidence_list: LeftBehind | None = None
     #: Whether it is RSS or a part of it, what the kernel kills by: its footprint budgets set
     #: the peak watch's ceiling (judge/spec.py).
     resident: bool = False
@@ -278,13 +278,13 @@ PROBES: dict[str, ProbeInfo] = {
                   ample=OBJECTS_AMPLE, blind_to_native=True, own_memory=True),
         ProbeInfo("threads", COUNT, "threads", 1, "osres",
                   "operating-system threads of the process",
-                  screen=ScreenRule(1.0, every=False), evidence_list="threads"),
+                  screen=ScreenRule(1.0, every=False), evidence_list=LeftBehind.THREADS),
         ProbeInfo("fds", COUNT, "fds", 1, "osres",
                   "open file descriptors (handles on Windows)",
-                  screen=ScreenRule(1.0, every=False), evidence_list="fds"),
+                  screen=ScreenRule(1.0, every=False), evidence_list=LeftBehind.FDS),
         ProbeInfo("asyncio_tasks", COUNT, "tasks", 1, "tasks",
                   "pending tasks of the running asyncio event loop (async tests only)",
-                  evidence_list="tasks"),
+                  evidence_list=LeftBehind.TASKS),
         # The test's descendant processes, from /proc (Linux): probes/proctree.py.
         ProbeInfo("children", COUNT, "processes", 1, "proctree",
                   "live descendant processes of the test's process (children, their children, "

@@ -18,6 +18,17 @@ class ProbeKind(str, Enum):
     SECONDS = "seconds"
 
 
+class LeftBehind(str, Enum):
+    """What a failure of a probe left behind that its evidence lists, under the evidence's
+    key of that name (catalog ``evidence_list``): threads left running, descriptors left
+    open, asyncio tasks left pending. The first thread or descriptor is the first line of
+    the leak's evidence (the sweep's table); pending tasks stand beside their lines."""
+
+    THREADS = "threads"
+    FDS = "fds"
+    TASKS = "tasks"
+
+
 class BudgetKind(str, Enum):
     """What a budget limits: the slope per iteration at the end of the run, the highest
     value, the growth over the window (what stays), or the rise from the run's start to its

@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import Site
-from pytest_membudget.evidence.steps import LEAST_CALLS, iterations
+from pytest_membudget.evidence.steps import COST, LEAST_CALLS, iterations
 from pytest_membudget.frames import is_own, is_user_frame
 
 #: Stacks shown, largest first (those that reach the user's code before the others).
@@ -36,14 +36,7 @@ PLATFORMS = ("linux", "darwin")
 #: high-water mark are summed up with the rest.
 PEAK_TOP = 5
 SMALL_PEAK_LINE = 0.01
-
-
-#: What memray's first use in a process costs before it records anything: per MiB of the
-#: native code loaded (it reads the libraries' symbols to name native frames: about 1 s in a
-#: process with numpy, 6 s with torch), beside a start of its own; later uses start at once.
-FIRST_USE_SECONDS = 0.5
-SYMBOLS_SECONDS_PER_MIB = 0.013
-LATER_USE_SECONDS = 0.05
+#: Whether memray has run in this process (its first start is the costly one).
 _used = False
 
 
@@ -53,10 +46,11 @@ def first_use() -> bool:
 
 
 def start_seconds() -> float:
-    """What starting memray here would cost (see FIRST_USE_SECONDS)."""
+    """What starting memray here would cost: its first start in a process reads the symbols
+    of the native code loaded, later ones start at once (steps.COST)."""
     if _used:
-        return LATER_USE_SECONDS
-    return FIRST_USE_SECONDS + SYMBOLS_SECONDS_PER_MIB * _code_mib()
+        return COST["memray_later"]
+    return COST["memray_first"] + COST["memray_symbols"] * _code_mib()
 
 
 def _code_mib() -> float:

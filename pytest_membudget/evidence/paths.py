@@ -19,6 +19,7 @@ from typing import Any
 from pytest_membudget.evidence.caches import describe as describe_cache
 from pytest_membudget.evidence.labels import Root, label, object_type, root_of_frame
 from pytest_membudget.evidence.records import CacheInfo, PathEntry, PathStep, RetainingPath
+from pytest_membudget.evidence.steps import Deadline
 from pytest_membudget.frames import is_own
 from pytest_membudget.vocabulary import RootKind
 
@@ -110,21 +111,19 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
     return found
 
 
-#: Seconds a retaining-path search from a probe's own objects may take (JAX's arrays).
-PATH_FROM_SECONDS = 1.0
-
-
-def paths_from(evidence: Mapping[str, Any]) -> None:
+def paths_from(evidence: Mapping[str, Any], deadline: Deadline) -> None:
     """Where a probe's own evidence left objects to start a retaining path from (a
     ``path_from`` of a label, a count and the objects: JAX's arrays the window left alive),
-    the path in their place (``paths``); the objects are let go either way."""
+    the path in their place (``paths``), searched until the ``path_from`` share of
+    ``deadline`` (a growth evidence's, begun for this search); the objects are let go either
+    way."""
     for part in _parts(evidence):
         start = part.pop("path_from", None)
         if start:
             label, objects = start["label"], start["objects"]
             part["paths"] = retaining_paths(
                 [(label, start["count"])], {label: objects},
-                time.perf_counter() + PATH_FROM_SECONDS, ignored=(start, objects, part))
+                deadline.until("path_from"), ignored=(start, objects, part))
             del start, objects
 
 

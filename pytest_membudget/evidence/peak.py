@@ -31,10 +31,9 @@ from pytest_membudget.probes.reading import MemoryReading
 #: to the user's line that called them.
 CENSUS_FRAMES = 24
 #: The census copies tracemalloc's traces again when its bytes passed its last copy by this
-#: factor, and stops copying after COPY_SECONDS (each copy of a hundred thousand traces takes
-#: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
+#: factor (each copy of a hundred thousand traces takes about 0.1 s, with the workload
+#: waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
-COPY_SECONDS = 0.3
 #: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
 #: rise (and under SMALL_LINE_BYTES).
 TOP_LINES = 8
@@ -51,11 +50,14 @@ class PeakCensus:
     copy below this many traced bytes (a live set that small is not the peak's bulk);
     ``deadline`` (a ``time.perf_counter()`` value): past it, tracing stops where the call is
     (a call of a hundred thousand allocations costs seconds traced) and the census keeps
-    what it has."""
+    what it has; ``copying``: seconds of copies after which it copies no more before the
+    call's end (the footprint deadline's ``copies`` share)."""
 
-    def __init__(self, least: float = 0.0, deadline: float = math.inf) -> None:
+    def __init__(self, least: float = 0.0, deadline: float = math.inf,
+                 copying: float = math.inf) -> None:
         self.least = least
         self.deadline = deadline
+        self.copying = copying
         self.best = 0.0
         self.snapshot: tracemalloc.Snapshot | None = None
         self.seconds = 0.0
@@ -74,7 +76,7 @@ class PeakCensus:
             return
         if current <= self.best * CENSUS_GROWTH or current <= max(self.least, 0.0):
             return
-        if self.seconds > COPY_SECONDS and self.least > 0:
+        if self.seconds > self.copying and self.least > 0:
             return  # the last word (at the call's end, least 0) is still copied
         began = time.perf_counter()
         snapshot = tracemalloc.take_snapshot()

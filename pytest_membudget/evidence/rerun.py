@@ -37,12 +37,7 @@ from pytest_membudget.evidence.records import (
     ThreadLeft,
 )
 from pytest_membudget.evidence.sites import callers, growing_sites
-from pytest_membudget.evidence.steps import (
-    LEAST_CALLS,
-    STACK_FRAMES,
-    Deadline,
-    seconds,
-)
+from pytest_membudget.evidence.steps import LEAST_CALLS, STACK_FRAMES, Deadline
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
 from pytest_membudget.frames import is_library, is_user_frame, source_line
@@ -54,7 +49,7 @@ from pytest_membudget.interpreter import (
 )
 from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.probes.records import TOP
-from pytest_membudget.vocabulary import ProbeKind
+from pytest_membudget.vocabulary import LeftBehind, ProbeKind
 
 #: Growth after which a leak's lines stand plainly above the rerun's noise: the rerun needs
 #: no more iterations than it takes the failing probes to grow this much.
@@ -129,7 +124,7 @@ def collect(
     freezes = gc_facts().freezes
     # Made before the objects are counted, so that its own few objects never read as growth.
     tasks = TaskWatch(is_user_frame) if any(
-        PROBES[name].evidence_list == "tasks" for name in failing) else None
+        PROBES[name].evidence_list is LeftBehind.TASKS for name in failing) else None
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
     atoms = Atoms()
@@ -171,7 +166,8 @@ def collect(
         result["bounded"] = yield from _cache_fill(state, start_iteration)
     if memory and native_wanted(failing, state.sites):
         result["native"] = yield from native_stacks(
-            start_iteration + state.done + state.extra, iterations, seconds("native"))
+            start_iteration + state.done + state.extra, iterations,
+            state.deadline.seconds_for("native"))
     # Everything the evidence took: reruns, collections, snapshots, counts, native stacks.
     result["seconds"] = round(time.perf_counter() - state.started, 6)
     return result
@@ -222,7 +218,8 @@ def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
             new[name].append(obj)
     state.fresh, state.atoms.new = [], []
     untracked, state.atoms.dicts = state.atoms.dicts, []
-    deadline = max(state.deadline.end, time.perf_counter() + seconds("paths_least"))
+    deadline = max(state.deadline.end,
+                   time.perf_counter() + state.deadline.seconds_for("paths_least"))
     try:
         return retaining_paths(top, new, deadline, ignored=(*state.own(), names, top),
                                caches=state.caches, untracked=untracked)
@@ -237,7 +234,7 @@ def _cache_fill(state: _Before, start: int) -> Generator[int, None, list[CacheIn
     some of it is held elsewhere)."""
     caches = {id(obj): obj for obj, _ in state.caches}
     rates, done = yield from fill_rates(caches, start + state.done + state.extra,
-                                        seconds("fill"))
+                                        state.deadline.seconds_for("fill"))
     state.extra += done
     for obj, description in state.caches:
         rate = rates.get(id(obj))
@@ -262,9 +259,11 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
     before = tracemalloc.take_snapshot() if state.memory else None
     now = time.perf_counter()
     spent = now - state.started  # paid once more after the rerun
-    left = state.deadline.end - now - spent - (
-        seconds("callers") + seconds("paths") if state.memory else 0.0)
-    rerun = min(seconds("rerun"), max(seconds("rerun_least"), left))
+    deadline = state.deadline
+    left = deadline.end - now - spent - (
+        deadline.seconds_for("callers") + deadline.seconds_for("paths") if state.memory
+        else 0.0)
+    rerun = min(deadline.seconds_for("rerun"), max(deadline.seconds_for("rerun_least"), left))
     state.done = yield from rerun_steps(start_iteration, iterations, LEAST_CALLS, now + rerun)
     collect_quietly()
     if before is not None:
@@ -277,7 +276,7 @@ def _traced(state: _Before, iterations: int, start_iteration: int,
         tracemalloc.stop()
         tracemalloc.start(STACK_FRAMES)
         found, state.extra = yield from callers(wanted, start_iteration + state.done,
-                                                seconds("callers"))
+                                                deadline.seconds_for("callers"))
         for site in state.sites:
             site["via"] = site["via"] or found.get((site["file"], site["line"]))
 

@@ -20,6 +20,7 @@ from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
+from pytest_membudget.evidence.steps import COST, Deadline
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -28,20 +29,6 @@ from pytest_membudget.vocabulary import Status
 
 #: Points of the timeline kept in the evidence (for the plot).
 TIMELINE_POINTS = 400
-#: Seconds the evidence at a peak may add to a run. Its steps (one more call traced, one
-#: more under memray) run in turn where their estimated cost fits what is left; the traced
-#: call's tracing stops at TRACING_SHARE of it, leaving the rest to read what it copied.
-EVIDENCE_SECONDS = 1.0
-TRACING_SHARE = 0.8
-#: What tracing adds to one more call: per new interpreter block at the peak (each one is
-#: traced, and copied by the census), and per second the call held the interpreter in one
-#: C call (json.loads, json.dumps), which nothing can cut short: such code runs several
-#: times slower traced.
-TRACE_BLOCK_SECONDS = 5e-6
-HELD_SLOWDOWN = 5.0
-#: What one more call under memray costs beside its start (evidence/native.start_seconds):
-#: its native tracing's slowdown of the call.
-NATIVE_SLOWDOWN = 4.0
 #: The rerun's own highest reading stands for the run's where it rose at least this share of
 #: the run's rise.
 RERUN_RISE = 0.5
@@ -169,13 +156,14 @@ def kept_types(m: Measurement, start: Census | None,
 def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,
                   kept: dict[str, Any] | None = None) -> Generator[int, None, dict[str, Any]]:
     """After a failing footprint budget: the measured run's watch (rise by line,
-    composition at its peak), and, where it fits in EVIDENCE_SECONDS, one traced rerun of
-    the call for what tracemalloc saw alive at the peak (evidence/peak.py) and one under
-    memray for the native allocations; what the failing probes' own sources tell of their
-    peak (the CUDA allocator's). ``kept``: what the run left alive (kept_types), whose large
-    data objects count as Python memory at the call's end (its readings are untraced) and
-    at its peak beyond what the Python share holds."""
-    clock = Clock(time.perf_counter())
+    composition at its peak), and, each where its estimated cost fits what is left of the
+    footprint evidence's deadline (evidence/steps.py), one traced rerun of the call for what
+    tracemalloc saw alive at the peak (evidence/peak.py) and one under memray for the native
+    allocations; what the failing probes' own sources tell of their peak (the CUDA
+    allocator's). ``kept``: what the run left alive (kept_types), whose large data objects
+    count as Python memory at the call's end (its readings are untraced) and at its peak
+    beyond what the Python share holds."""
+    deadline = Deadline(time.perf_counter(), "footprint")
     seen = m.watched
     failing = failing_footprint(m)
     if seen is None or not failing:
@@ -185,14 +173,14 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     probe, rise = failing[0]
     if all(PROBES[name].stack for name, _ in failing):
         # The device's own evidence says it; the host's memory is not what failed.
-        return {"probe": probe, "rise": rise, **device, "seconds": clock.spent()}
+        return {"probe": probe, "rise": rise, **device, "seconds": deadline.spent()}
     call_seconds = seen.seconds / max(m.measured, 1)
-    cost = traced_cost(seen, call_seconds)
+    cost = traced_cost(seen, call_seconds, deadline)
     census = traced_at_peak = None
     # Traced where the call would end before its tracing is cut: a call estimated past
     # that is cut, then runs on to its end untraced, and its reading comes after.
-    if clock.fits(cost["seconds"], TRACING_SHARE):
-        census, traced_at_peak = yield from _traced_rerun(m, iteration, clock, rise)
+    if deadline.fits(cost["seconds"], "tracing"):
+        census, traced_at_peak = yield from _traced_rerun(m, iteration, deadline, rise)
     # The rerun is one call: its traced figure stands beside the run's readings only where
     # the run was one call too (a run of many calls rose over all of them).
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
@@ -206,8 +194,8 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
         # Native memory is a large share of the peak: one more call under memray (where it
         # is installed) names the native allocations alive at its highest point, where it
         # fits; else the lines where RSS rose stand alone.
-        native_cost = native_start_seconds() + NATIVE_SLOWDOWN * call_seconds
-        if clock.fits(native_cost):
+        native_cost = native_start_seconds() + COST["memray_slowdown"] * call_seconds
+        if deadline.fits(native_cost):
             native = yield from native_at_peak(iteration + (census is not None))
             report["native"] = _seen_by_memray(native, report["composition"])
         else:
@@ -216,40 +204,27 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
                                             "first_use": native_first_use()}}
     report.update(device)
     report.update(watch_facts(seen))
-    report["seconds"] = clock.spent()
+    report["seconds"] = deadline.spent()
     return report
 
 
-@dataclass
-class Clock:
-    """The evidence's one deadline (EVIDENCE_SECONDS from ``began``)."""
-
-    began: float
-
-    def left(self) -> float:
-        return self.began + EVIDENCE_SECONDS - time.perf_counter()
-
-    def fits(self, seconds: float, share: float = 1.0) -> bool:
-        """Whether ``seconds`` fit in ``share`` of the time left."""
-        return seconds <= share * self.left()
-
-    def spent(self) -> float:
-        return round(time.perf_counter() - self.began, 6)
-
-
-def traced_cost(seen: WatchReport, call_seconds: float) -> dict[str, float]:
+def traced_cost(seen: WatchReport, call_seconds: float,
+                deadline: Deadline) -> dict[str, float]:
     """What one more call under tracemalloc would cost, as data (the text says why a call
     was not traced): the call, its new interpreter blocks at the peak, and the longest
-    stretch it held the interpreter (TRACE_BLOCK_SECONDS, HELD_SLOWDOWN)."""
+    stretch it held the interpreter (steps.COST's ``trace_block`` and ``held_slowdown``);
+    ``budget``: the seconds of ``deadline``, the footprint evidence's."""
     blocks = seen.peak.blocks - seen.start.blocks
     blocks = max(blocks, 0.0) if math.isfinite(blocks) else 0.0
     held = min(seen.held, call_seconds)
-    seconds = call_seconds + blocks * TRACE_BLOCK_SECONDS + held * (HELD_SLOWDOWN - 1)
+    seconds = (call_seconds + blocks * COST["trace_block"]
+               + held * (COST["held_slowdown"] - 1))
     return {"seconds": round(seconds, 3), "call_seconds": round(call_seconds, 3),
-            "blocks": int(blocks), "held": round(held, 3), "budget": EVIDENCE_SECONDS}
+            "blocks": int(blocks), "held": round(held, 3),
+            "budget": deadline.seconds}
 
 
-def _traced_rerun(m: Measurement, iteration: int, clock: Clock, rise: float
+def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: float
                   ) -> Generator[int, None, tuple[dict[str, Any], float | None]]:
     """One more call under tracemalloc, watched (without the budgets' ceiling: the
     evidence's own work never counts against it), its tracing cut at the deadline; the
@@ -258,7 +233,8 @@ def _traced_rerun(m: Measurement, iteration: int, clock: Clock, rise: float
     seen = m.watched
     assert seen is not None
     counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
-                         deadline=clock.began + TRACING_SHARE * EVIDENCE_SECONDS)
+                         deadline=deadline.until("tracing"),
+                         copying=deadline.seconds_for("copies"))
     watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
     watch.start()
     heap = m.probes.get("heap")

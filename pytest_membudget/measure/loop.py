@@ -25,6 +25,7 @@ from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.evidence.rerun import collect as collect_evidence
 from pytest_membudget.evidence.rerun import evidence_iterations
 from pytest_membudget.evidence.share import explain
+from pytest_membudget.evidence.steps import Deadline
 from pytest_membudget.judge.decide import Found, Record, decide, prime
 from pytest_membudget.judge.fit import trend
 from pytest_membudget.judge.policy import FEWEST_CALLS, RunPolicy
@@ -315,7 +316,7 @@ def _evidence(m: Measurement, probe_set: ProbeSet,
     if all(PROBES[name].kind is ProbeKind.SECONDS for name in failing):
         return {}
     evidence = probe_set.evidence(failing)
-    paths_from(evidence)
+    paths_from(evidence, Deadline(time.perf_counter()))
     m.phase = Phase.EVIDENCE
     slopes = {name: m.verdict.probes[name].trend.slope for name in failing}
     count = evidence_iterations(m.measured, slopes)

@@ -14,6 +14,7 @@ from pytest_membudget.measure.results import MembudgetResult
 from pytest_membudget.vocabulary import (
     BudgetKind,
     CutShort,
+    LeftBehind,
     NotRepeatable,
     ProbeKind,
     SweepVerdict,
@@ -226,11 +227,11 @@ def top_evidence(evidence: GrowthEvidence, failing: tuple[str, ...] = ()
     if "same_as" in evidence:
         return {"kind": "same_as", "test": evidence["same_as"]}
     listed = {PROBES[name].evidence_list for name in failing if name in PROBES}
-    if "threads" in listed and evidence.get("threads"):
+    if LeftBehind.THREADS in listed and evidence.get("threads"):
         thread = evidence["threads"][0]
         return {"kind": "thread", "name": thread["name"], "daemon": thread["daemon"],
                 "target": thread["target"]}
-    if "fds" in listed and evidence.get("fds"):
+    if LeftBehind.FDS in listed and evidence.get("fds"):
         return {"kind": "fd", "target": evidence["fds"][0]}
     sites = evidence.get("sites")
     path = next((p["path"] for p in evidence.get("paths") or () if p.get("path")), None)

@@ -53,9 +53,12 @@ def test_workload_that_cannot_run_longer_still_fails_on_the_budget(
 def test_evidence_rerun_stops_on_time(pytester: pytest.Pytester, recorded) -> None:
     pytester.makepyfile("""
         import time, pytest
-        import pytest_membudget.evidence.rerun as attribution
-        attribution.EVIDENCE_SECONDS = 0.2
+        import pytest_membudget.evidence.steps as steps
         KEEP = []
+
+        @pytest.fixture(autouse=True)
+        def _short_evidence(monkeypatch):
+            monkeypatch.setattr(steps, "GROWTH_EVIDENCE_SECONDS", 0.2)
 
         def step():
             KEEP.append([])

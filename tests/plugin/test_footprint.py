@@ -31,9 +31,13 @@ def test_within(membudget):
 #: The evidence's time set out of reach, for tests about what the traced call shows: under
 #: load a 160 MB np.ones can take most of the evidence's second, and rightly not be run again.
 TRACE_ANY_CALL = """
-import pytest_membudget.measure.footprint as footprint
+import pytest
+import pytest_membudget.evidence.steps as steps
 
-footprint.EVIDENCE_SECONDS = 60.0
+
+@pytest.fixture(autouse=True)
+def _evidence_out_of_reach(monkeypatch):
+    monkeypatch.setattr(steps, "FOOTPRINT_EVIDENCE_SECONDS", 60.0)
 """
 
 

@@ -114,14 +114,15 @@ def test_a_call_too_long_for_native_tracing_says_so() -> None:
 def test_memrays_first_use_in_a_process_is_costed_by_the_native_code_loaded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_membudget.evidence import native
+    from pytest_membudget.evidence.steps import COST
 
     monkeypatch.setattr(native, "_used", False)
     monkeypatch.setattr(native, "_code_mib", lambda: 400.0)  # a process with torch
     assert native.first_use()
     first = native.start_seconds()
-    assert first == native.FIRST_USE_SECONDS + 400 * native.SYMBOLS_SECONDS_PER_MIB > 1.0
+    assert first == COST["memray_first"] + 400 * COST["memray_symbols"] > 1.0
     monkeypatch.setattr(native, "_used", True)
-    assert native.start_seconds() == native.LATER_USE_SECONDS < first
+    assert native.start_seconds() == COST["memray_later"] < first
 
 
 def test_a_first_use_of_memray_too_costly_says_why() -> None:

@@ -4,10 +4,15 @@ native leak, the top native stack, as structured data and as one line."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from pytest_membudget.catalog import PROBES
 from pytest_membudget.sweep.outcome import top_evidence
 from pytest_membudget.sweep.table import evidence_text
+from pytest_membudget.vocabulary import LeftBehind
 
 PATH: dict[str, Any] = {
     "root": {"kind": "module global", "name": "tests.test_x", "file": "tests/test_x.py"},
@@ -64,3 +69,28 @@ def test_sites_that_explain_little_of_a_native_leak_do_not_lead_its_line() -> No
     python = dict(explained, traced=1600.0, share=0.99, rest="python")
     assert top_evidence(dict(evidence, explained=python), ("malloc",))["kind"] == "site"
     assert top_evidence(evidence, ("py_blocks", "malloc"))["kind"] == "site"
+
+
+THREAD = {"name": "poller", "daemon": True, "target": "tests/test_x.py:20 poll"}
+
+
+def test_what_a_probe_left_behind_leads_as_its_catalog_entry_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog's evidence_list, not the probe's name, says which list of what was left
+    behind is the first line: the threads probe's thread, the fds probe's descriptor; a
+    probe whose entry lists nothing gets its growing line."""
+    evidence = {"iterations": 10, "sites": [SITE], "threads": [THREAD],
+                "fds": ["/tmp/x.log"]}
+    assert top_evidence(evidence, ("threads",))["kind"] == "thread"
+    assert top_evidence(evidence, ("fds",)) == {"kind": "fd", "target": "/tmp/x.log"}
+    assert top_evidence(evidence, ("gc_objects", "fds", "threads"))["kind"] == "thread"
+    assert top_evidence(evidence, ("gc_objects",))["kind"] == "site"
+    monkeypatch.setitem(PROBES, "threads", replace(PROBES["threads"], evidence_list=None))
+    monkeypatch.setitem(PROBES, "gc_objects",
+                        replace(PROBES["gc_objects"], evidence_list=LeftBehind.FDS))
+    assert top_evidence(evidence, ("threads",))["kind"] == "site"
+    assert top_evidence(evidence, ("gc_objects",))["kind"] == "fd"
+    # Tasks left pending stand beside the lines, which lead.
+    monkeypatch.setitem(PROBES, "gc_objects",
+                        replace(PROBES["gc_objects"], evidence_list=LeftBehind.TASKS))
+    assert top_evidence(evidence, ("gc_objects",))["kind"] == "site"
