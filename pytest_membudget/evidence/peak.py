@@ -23,9 +23,11 @@ from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
+from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.sites import by_site
 from pytest_membudget.frames import is_library, source_line
 from pytest_membudget.probes.reading import MemoryReading
+from pytest_membudget.probes.records import TOP
 
 #: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
 #: to the user's line that called them.
@@ -35,11 +37,6 @@ CENSUS_FRAMES = 24
 #: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
 COPY_SECONDS = 0.3
-#: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
-#: rise (and under SMALL_LINE_BYTES).
-TOP_LINES = 8
-SMALL_LINE = 0.01
-SMALL_LINE_BYTES = 64 * 1024
 #: Share of a line's bytes at the peak that, still alive when the call returned, makes it
 #: retained (and below the other share, transient).
 RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
@@ -243,10 +240,10 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
 
 
 def shown(lines: list[dict[str, Any]], rise: float,
-          top: int = TOP_LINES) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The first ``top`` lines that hold a part of the rise worth naming (SMALL_LINE), with
-    their source text, and how many and how much the rest add up to."""
-    least = max(SMALL_LINE_BYTES, SMALL_LINE * rise) if math.isfinite(rise) else 0.0
+          top: int = TOP) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The first ``top`` lines that hold a part of the rise worth naming (SMALL_SHARE of it
+    and SMALL_BYTES), with their source text, and how many and how much the rest add up to."""
+    least = max(SMALL_BYTES, SMALL_SHARE * rise) if math.isfinite(rise) else 0.0
     head = [entry for entry in lines[:top] if entry["bytes"] >= least] or lines[:1]
     for entry in head:
         entry.setdefault("code", source_line(entry["file"], entry["line"]))

@@ -28,8 +28,9 @@ from pytest_membudget.evidence.census import (
 )
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
-from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
+from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.evidence.records import (
+    FEW,
     CacheInfo,
     GrowthEvidence,
     PathEntry,
@@ -205,7 +206,7 @@ def _no_fresh_reason() -> str:
 def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
     time (at least its ``paths_least`` share)."""
-    top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
+    top = [(name, count) for name, count in grown.most_common(FEW) if count > 0]
     if not top:
         return []
     if state.fresh is None:

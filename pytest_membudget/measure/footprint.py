@@ -24,6 +24,7 @@ from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.watch import PeakWatch, WatchReport
+from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import Status
 
 #: Points of the timeline kept in the evidence (for the plot).
@@ -48,9 +49,8 @@ RERUN_RISE = 0.5
 #: The census copies tracemalloc's traces once the traced bytes reach this share of the
 #: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
 CENSUS_FROM = 0.5
-#: Object types listed in the evidence, those kept at least this many times, and not this
-#: package's own.
-TYPES = 8
+#: Object types listed in the evidence (TOP of them) are those kept at least this many
+#: times, and not this package's own.
 FEWEST_KEPT = 32
 OWN_TYPES = "pytest_membudget."
 
@@ -160,7 +160,7 @@ def kept_types(m: Measurement, start: Census | None,
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
-            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
+            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TOP]
     return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
             "new_bytes": large.new_bytes(start.large) + (young or 0),
             "seconds": round(time.perf_counter() - began, 6)}
