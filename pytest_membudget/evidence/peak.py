@@ -25,13 +25,10 @@ from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
 from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.sites import by_site
-from pytest_membudget.frames import is_library, source_line
+from pytest_membudget.frames import STACK_FRAMES, is_library, source_line
 from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.records import TOP
 
-#: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
-#: to the user's line that called them.
-CENSUS_FRAMES = 24
 #: The census copies tracemalloc's traces again when its bytes passed its last copy by this
 #: factor, and stops copying after COPY_SECONDS (each copy of a hundred thousand traces takes
 #: about 0.1 s, with the workload waiting): the copy kept is within a third of the peak.
@@ -82,7 +79,7 @@ class PeakCensus:
 
 def traced_call(iteration: int, census: PeakCensus,
                 restart: bool = False) -> Generator[int, None, dict[str, Any]]:
-    """One more call of the workload under tracemalloc (CENSUS_FRAMES deep); the census fills
+    """One more call of the workload under tracemalloc (STACK_FRAMES deep); the census fills
     in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
     what was left of each when the call returned, and tracemalloc's own peak over the call
     (exact, whether or not the watch's thread could run when it was reached). ``restart``:
@@ -92,7 +89,7 @@ def traced_call(iteration: int, census: PeakCensus,
         tracemalloc.stop()
     own = not tracemalloc.is_tracing()
     if own:
-        tracemalloc.start(CENSUS_FRAMES)
+        tracemalloc.start(STACK_FRAMES)
     end = None
     try:
         began = tracemalloc.get_traced_memory()[0]

@@ -40,13 +40,12 @@ from pytest_membudget.evidence.records import (
 from pytest_membudget.evidence.sites import callers, growing_sites
 from pytest_membudget.evidence.steps import (
     LEAST_CALLS,
-    STACK_FRAMES,
     Deadline,
     seconds,
 )
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
-from pytest_membudget.frames import is_library, is_user_frame, source_line
+from pytest_membudget.frames import STACK_FRAMES, is_library, is_user_frame, source_line
 from pytest_membudget.interpreter import (
     collect_quietly,
     gc_facts,

@@ -27,7 +27,7 @@ from pytest_membudget.measure.watch import PeakWatch, WatchReport
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import Status
 
-#: Points of the timeline kept in the evidence (for the plot).
+#: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400
 #: Seconds the evidence at a peak may add to a run. Its steps (one more call traced, one
 #: more under memray) run in turn where their estimated cost fits what is left; the traced

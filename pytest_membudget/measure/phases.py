@@ -23,8 +23,6 @@ from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 if TYPE_CHECKING:  # numpy stays out of the plugin's import
     from pytest_membudget.measure.samples import Measurement
 
-#: Points of a phase's timeline kept (for the plot).
-PHASE_POINTS = 200
 
 
 def phase_spec(test_spec: BudgetSpec, budgets: Mapping[str, object], where: str) -> BudgetSpec:
@@ -75,7 +73,7 @@ class PhaseRow:
                 self.composition = composition(seen.start, seen.peak, measured=rss.rise)
                 self.rose = seen.rose[:FEW]
                 self.threads = seen.threads[:FEW]
-                self.timeline = timeline(seen, PHASE_POINTS)
+                self.timeline = timeline(seen)
                 self.began = round(began, 6)
         stopped = result.stopped is StopReason.CEILING
         if rss is not None and len(rss.samples) and not stopped:

@@ -57,9 +57,8 @@ COMPOSITION_SHARE = 0.05
 LEAST_COMPOSITION_STEP = 256 * 1024
 #: A capture whose glibc bytes in use fell by this share of the rise so far since the
 #: reading it would replace, while RSS rose, is checked for an unmapping in flight: RSS is
-#: read again every UNMAP_PAUSE for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
+#: read again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
 UNMAP_SHARE = 0.25
-UNMAP_PAUSE = 0.001
 UNMAP_WAIT = 0.05
 #: Rows of the timeline (seconds, RSS, traced bytes); a longer watch keeps every other row.
 TIMELINE_ROWS = 2048
@@ -348,7 +347,7 @@ class PeakWatch:
         capture in between reads the pages resident and glibc's bytes gone (150 MiB of "other
         anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and free). Such a
         capture reads glibc's bytes in use fallen by a large share of the rise since the
-        reading it would replace, while RSS rose; RSS, read again every UNMAP_PAUSE (the GIL
+        reading it would replace, while RSS rose; RSS, read again every INTERVAL (the GIL
         let go, the unmapping going on) for up to UNMAP_WAIT, then falls by half as much
         (150 MiB took 2 to 5 ms). Memory freed and kept by the allocators does not fall:
         where RSS rose on past it (a fragmented heap), the capture is the highest moment's."""
@@ -358,7 +357,7 @@ class PeakWatch:
             return False
         deadline = time.perf_counter() + UNMAP_WAIT
         while time.perf_counter() < deadline:
-            time.sleep(UNMAP_PAUSE)
+            time.sleep(INTERVAL)
             if self._read_rss() < reading.rss - fell / 2:
                 return True
         return False
