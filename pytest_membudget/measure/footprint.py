@@ -16,6 +16,7 @@ import numpy as np
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
+from pytest_membudget.evidence.composition import MISSED_SHARE
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
@@ -43,9 +44,6 @@ HELD_SLOWDOWN = 5.0
 #: What one more call under memray costs beside its start (evidence/native.start_seconds):
 #: its native tracing's slowdown of the call.
 NATIVE_SLOWDOWN = 4.0
-#: The rerun's own highest reading stands for the run's where it rose at least this share of
-#: the run's rise.
-RERUN_RISE = 0.5
 #: The census copies tracemalloc's traces once the traced bytes reach this share of the
 #: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
 CENSUS_FROM = 0.5
@@ -276,7 +274,7 @@ def _traced_rerun(m: Measurement, iteration: int, clock: Clock, rise: float
     # rerun rose as the run did: memory the run freed and the allocators kept is reused by
     # the rerun without a rise, and its highest reading is then early.
     rerun_rise = rerun.highest - rerun.start.rss
-    if math.isfinite(rerun.peak.traced) and rerun_rise >= RERUN_RISE * rise:
+    if math.isfinite(rerun.peak.traced) and rerun_rise >= MISSED_SHARE * rise:
         return census, rerun.peak.traced
     return census, None
 

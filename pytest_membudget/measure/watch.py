@@ -344,13 +344,13 @@ class PeakWatch:
         """Whether a capture fell inside a free that C code made without the GIL (a ctypes
         call), so that the reading it would replace stands for the peak: glibc takes a freed
         mapped block out of its figures before the kernel has unmapped its pages, and a
-        capture in between reads the pages resident and glibc's bytes gone (150 MiB of "other
-        anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and free). Such a
-        capture reads glibc's bytes in use fallen by a large share of the rise since the
-        reading it would replace, while RSS rose; RSS, read again every INTERVAL (the GIL
-        let go, the unmapping going on) for up to UNMAP_WAIT, then falls by half as much
-        (150 MiB took 2 to 5 ms). Memory freed and kept by the allocators does not fall:
-        where RSS rose on past it (a fragmented heap), the capture is the highest moment's."""
+        capture in between reads the pages resident and glibc's bytes gone. Such a capture
+        reads glibc's bytes in use fallen by a large share of the rise since the reading it
+        would replace, while RSS rose; RSS, read again every INTERVAL (the GIL let go, the
+        unmapping going on) for up to UNMAP_WAIT, then falls by half as much (the runs that
+        found it: bench/footprint/README.md). Memory freed and kept by the allocators does
+        not fall: where RSS rose on past it (a fragmented heap), the capture is the highest
+        moment's."""
         fell = self._peak.malloc_used - reading.malloc_used
         if not fell > max(UNMAP_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
