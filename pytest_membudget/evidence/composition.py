@@ -32,7 +32,8 @@ from typing import Any
 from pytest_membudget.probes.reading import MemoryReading
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
-#: A kind counts as what a rise is made of when it is at least this share of the rise.
+#: A kind counts as what a rise is made of (a major kind) when it is at least this share of
+#: the rise.
 MAJOR_SHARE = 0.25
 #: A highest reading that rose less than this share of the rise it stands for (the kernel's
 #: high-water mark; a rerun's, the run's) missed the peak: it sat between two readings,

@@ -1,6 +1,7 @@
 """The growth evidence as typed records: what evidence/ finds, render/ shows and the JSON
 report carries, key for key (each a TypedDict: a plain dict at run time, so the JSON is the
-records themselves). A key that is not always there sits in a ``total=False`` part."""
+records themselves). A key that is not always there sits in a ``total=False`` part. Also
+how much a list under one row holds, and what is too small to name."""
 
 from __future__ import annotations
 

@@ -52,7 +52,6 @@ from pytest_membudget.interpreter import (
     refreeze_own,
     session_froze,
 )
-from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import ProbeKind
 
@@ -143,7 +142,7 @@ def collect(
         gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
-        tracemalloc.start(TRACE_FRAMES)
+        tracemalloc.start()  # one frame, as the heap probe's: the innermost names the line
     try:
         yield from _traced(state, iterations, start_iteration, own_tracer)
         if memory:

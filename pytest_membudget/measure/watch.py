@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_membudget.evidence.composition import MAJOR_SHARE
 from pytest_membudget.frames import is_library, is_own
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
@@ -55,10 +56,9 @@ RISE_STEP = 64 * 1024
 #: percent of the highest moment, and a rise of gigabytes takes a few dozen readings.
 COMPOSITION_SHARE = 0.05
 LEAST_COMPOSITION_STEP = 256 * 1024
-#: A capture whose glibc bytes in use fell by this share of the rise so far since the
-#: reading it would replace, while RSS rose, is checked for an unmapping in flight: RSS is
-#: read again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
-UNMAP_SHARE = 0.25
+#: A capture whose glibc bytes in use fell by MAJOR_SHARE of the rise while RSS rose (pages
+#: still being unmapped would make a major kind of "other" memory) is checked: RSS is read
+#: again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
 UNMAP_WAIT = 0.05
 #: Rows of the timeline (seconds, RSS, traced bytes); a longer watch keeps every other row.
 TIMELINE_ROWS = 2048
@@ -352,7 +352,7 @@ class PeakWatch:
         not fall: where RSS rose on past it (a fragmented heap), the capture is the highest
         moment's."""
         fell = self._peak.malloc_used - reading.malloc_used
-        if not fell > max(UNMAP_SHARE * (reading.rss - self._start.rss),
+        if not fell > max(MAJOR_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
             return False
         deadline = time.perf_counter() + UNMAP_WAIT
