@@ -68,6 +68,12 @@ def _assigned(body: Iterable[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     yield target.id, node.value
+                elif (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                      and len(target.elts) == len(node.value.elts)):
+                    # A, B = 0.9, 0.1: one constant each
+                    for name, value in zip(target.elts, node.value.elts):
+                        if isinstance(name, ast.Name):
+                            yield name.id, value
         elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
               and node.value is not None):
             yield node.target.id, node.value

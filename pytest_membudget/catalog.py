@@ -4,6 +4,7 @@ written. Pure data: no probe is imported."""
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +133,8 @@ class ProbeInfo:
         return self.floor > 0
 
 
-PAGE = 4096
+#: The system's page: RSS and USS move in whole pages.
+PAGE = mmap.PAGESIZE
 #: The slowest growth a coarse probe's auto pass must be able to see (catalog ``floor``): a
 #: flat RSS over a short window says little (eight pages over a 32-call tail hide 1 KiB a
 #: call), so auto runs on rss and uss go on until growth of 256 B a call would show.

@@ -15,6 +15,10 @@ from typing import TypeVar
 PACKAGE_DIR = str(Path(__file__).resolve().parent)
 #: Frames of the test framework, never the line that leaked (shared with the CUDA evidence).
 FRAMEWORK_PARTS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep, "<frozen ")
+#: Frames kept of a stack where the user's own line is looked for beneath a library's (an
+#: allocation's traceback, a task's creation, a thread's stack read frame by frame): enough
+#: to pass from numpy's or torch's frames to the user's line that called them.
+STACK_FRAMES = 24
 _OWN_PARTS = (PACKAGE_DIR + os.sep, os.sep + "tracemalloc.py", *FRAMEWORK_PARTS)
 _STDLIB = sysconfig.get_paths()["stdlib"]
 #: The environment's scripts (the ``pytest`` command's own file): no one's code to show.

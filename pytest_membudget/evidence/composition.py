@@ -32,12 +32,14 @@ from typing import Any
 from pytest_membudget.probes.reading import MemoryReading
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
-#: A kind counts as what a rise is made of when it is at least this share of the rise.
+#: A kind counts as what a rise is made of (a major kind) when it is at least this share of
+#: the rise.
 MAJOR_SHARE = 0.25
-#: A reading that rose less than this share of the measured rise (the kernel's high-water
-#: mark) missed the peak: it sat between two readings, inside a call that held the
-#: interpreter (a quadratic concatenation's last copy beside its source). Such a reading
-#: names no kind: what it was made of is not what the peak was made of.
+#: A highest reading that rose less than this share of the rise it stands for (the kernel's
+#: high-water mark; a rerun's, the run's) missed the peak: it sat between two readings,
+#: inside a call that held the interpreter (a quadratic concatenation's last copy beside its
+#: source), or the rerun reused memory the run freed and the allocators kept. Such a
+#: reading names no kind: what it was made of is not what the peak was made of.
 MISSED_SHARE = 0.5
 #: Where the reading missed the peak, tracemalloc's own high-water mark over one more call
 #: of the same work (exact, even inside one C call) names the peak Python's when it holds

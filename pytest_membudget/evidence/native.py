@@ -20,22 +20,17 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.records import Site
+from pytest_membudget.evidence.records import FEW, SMALL_SHARE, Site
 from pytest_membudget.evidence.steps import COST, LEAST_CALLS, iterations
 from pytest_membudget.frames import is_own, is_user_frame
+from pytest_membudget.probes.records import TOP
 
-#: Stacks shown, largest first (those that reach the user's code before the others).
-NATIVE_TOP = 3
 #: Frames read per stack: enough to pass through an extension's calls (torch's run dozens
 #: deep, with the interpreter's own between each Python frame) to the Python below.
 NATIVE_DEPTH = 512
 INSTALL = ("pip install 'pytest-membudget[native]' (memray) to see the native stacks that "
            "allocated it")
 PLATFORMS = ("linux", "darwin")
-#: Lines of the native peak shown, largest first; allocations under SMALL_PEAK_LINE of the
-#: high-water mark are summed up with the rest.
-PEAK_TOP = 5
-SMALL_PEAK_LINE = 0.01
 #: Whether memray has run in this process (its first start is the costly one).
 _used = False
 
@@ -121,7 +116,7 @@ def native_stacks(start: int, most: int,
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     stacks.sort(key=lambda s: (s.get("python") is not None, s["bytes"]), reverse=True)
-    found: dict[str, Any] = {"iterations": done, "stacks": stacks[:NATIVE_TOP]}
+    found: dict[str, Any] = {"iterations": done, "stacks": stacks[:FEW]}
     if not stacks:
         found["reason"] = ("no allocation made more than once in them is still live (memray "
                            "sees calls to malloc from compiled code, not calls through a "
@@ -157,8 +152,8 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     # are summed up: they name no line to act on, and a line above names where RSS rose.
     lines = [line for line in by_user_line(stacks) if line["python"] is not None]
     unplaced = [stack for stack in stacks if stack.get("python") is None]
-    least = SMALL_PEAK_LINE * peak
-    head = [line for line in lines[:PEAK_TOP] if line["bytes"] >= least]
+    least = SMALL_SHARE * peak
+    head = [line for line in lines[:TOP] if line["bytes"] >= least]
     rest = lines[len(head):]
     found: dict[str, Any] = {
         "peak": peak, "lines": head,

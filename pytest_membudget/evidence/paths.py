@@ -18,13 +18,11 @@ from typing import Any
 
 from pytest_membudget.evidence.caches import describe as describe_cache
 from pytest_membudget.evidence.labels import Root, label, object_type, root_of_frame
-from pytest_membudget.evidence.records import CacheInfo, PathEntry, PathStep, RetainingPath
+from pytest_membudget.evidence.records import FEW, CacheInfo, PathEntry, PathStep, RetainingPath
 from pytest_membudget.evidence.steps import Deadline
 from pytest_membudget.frames import is_own
 from pytest_membudget.vocabulary import RootKind
 
-#: Types that grew most whose new objects get a path.
-PATH_TYPES = 3
 #: New objects of one type the search starts from: the path leads to the nearest of them.
 SAMPLES = 4
 #: Objects passed to one ``gc.get_referrers`` call: each call walks the whole heap, and its
@@ -75,13 +73,13 @@ def retaining_paths(grown: Sequence[tuple[str, int]], new: dict[str, list[object
                     caches: list[tuple[object, CacheInfo]] | None = None,
                     untracked: Sequence[dict[Any, Any]] = (),
                     ) -> list[PathEntry]:
-    """For each of the first PATH_TYPES of ``grown`` (type name, count; most first), a path
+    """For each of the first FEW of ``grown`` (type name, count; most first), a path
     from a root to one of the type's new objects (``new``: type name -> objects), or the
     reason there is none. Stops at ``deadline`` (a ``time.perf_counter()`` value). A path
     through a bounded cache says so (``cache``); ``caches`` receives each such cache and the
     description its paths show, for the caller to read how fast it fills. ``untracked``: the
     untracked dicts alive (evidence.census), looked into for what no tracked object holds."""
-    top = list(grown[:PATH_TYPES])
+    top = list(grown[:FEW])
     modules = {id(vars(m)): m for m in list(sys.modules.values())
                if isinstance(m, types.ModuleType)}
     new_ids = {id(obj): name for name, _ in top for obj in new.get(name, ())}

@@ -23,22 +23,16 @@ from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
+from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.sites import by_site
-from pytest_membudget.frames import is_library, source_line
+from pytest_membudget.frames import STACK_FRAMES, is_library, source_line
 from pytest_membudget.probes.reading import MemoryReading
+from pytest_membudget.probes.records import TOP
 
-#: Frames kept per allocation in the census: enough to pass from numpy's or torch's frames
-#: to the user's line that called them.
-CENSUS_FRAMES = 24
 #: The census copies tracemalloc's traces again when its bytes passed its last copy by this
 #: factor (each copy of a hundred thousand traces takes about 0.1 s, with the workload
 #: waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
-#: Lines shown, largest first; the rest are summed up, as are lines under SMALL_LINE of the
-#: rise (and under SMALL_LINE_BYTES).
-TOP_LINES = 8
-SMALL_LINE = 0.01
-SMALL_LINE_BYTES = 64 * 1024
 #: Share of a line's bytes at the peak that, still alive when the call returned, makes it
 #: retained (and below the other share, transient).
 RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
@@ -87,7 +81,7 @@ class PeakCensus:
 
 def traced_call(iteration: int, census: PeakCensus,
                 restart: bool = False) -> Generator[int, None, dict[str, Any]]:
-    """One more call of the workload under tracemalloc (CENSUS_FRAMES deep); the census fills
+    """One more call of the workload under tracemalloc (STACK_FRAMES deep); the census fills
     in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
     what was left of each when the call returned, and tracemalloc's own peak over the call
     (exact, whether or not the watch's thread could run when it was reached). ``restart``:
@@ -97,7 +91,7 @@ def traced_call(iteration: int, census: PeakCensus,
         tracemalloc.stop()
     own = not tracemalloc.is_tracing()
     if own:
-        tracemalloc.start(CENSUS_FRAMES)
+        tracemalloc.start(STACK_FRAMES)
     end = None
     try:
         began = tracemalloc.get_traced_memory()[0]
@@ -245,10 +239,10 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
 
 
 def shown(lines: list[dict[str, Any]], rise: float,
-          top: int = TOP_LINES) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The first ``top`` lines that hold a part of the rise worth naming (SMALL_LINE), with
-    their source text, and how many and how much the rest add up to."""
-    least = max(SMALL_LINE_BYTES, SMALL_LINE * rise) if math.isfinite(rise) else 0.0
+          top: int = TOP) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The first ``top`` lines that hold a part of the rise worth naming (SMALL_SHARE of it
+    and SMALL_BYTES), with their source text, and how many and how much the rest add up to."""
+    least = max(SMALL_BYTES, SMALL_SHARE * rise) if math.isfinite(rise) else 0.0
     head = [entry for entry in lines[:top] if entry["bytes"] >= least] or lines[:1]
     for entry in head:
         entry.setdefault("code", source_line(entry["file"], entry["line"]))

@@ -1,10 +1,21 @@
 """The growth evidence as typed records: what evidence/ finds, render/ shows and the JSON
 report carries, key for key (each a TypedDict: a plain dict at run time, so the JSON is the
-records themselves). A key that is not always there sits in a ``total=False`` part."""
+records themselves). A key that is not always there sits in a ``total=False`` part. Also
+how much a list under one row holds, and what is too small to name."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypedDict
+
+#: Most rows of a list under one row of the evidence, largest first: the native stacks of a
+#: line, the types that get a retaining path (each a search of the heap), the other lines of
+#: a function beside the one that rose most, the lines of one phase's rise. The evidence's
+#: own lists are probes/records.TOP long.
+FEW = 3
+#: A line or a kind of memory too small to name: under this share of the rise (or the peak)
+#: it is part of, and under SMALL_BYTES; such parts are summed up with the rest.
+SMALL_SHARE = 0.01
+SMALL_BYTES = 64 * 1024
 
 if TYPE_CHECKING:  # the probes' own records, read where a failing probe's source told them
     from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak

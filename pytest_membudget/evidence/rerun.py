@@ -28,8 +28,9 @@ from pytest_membudget.evidence.census import (
 )
 from pytest_membudget.evidence.native import native_stacks
 from pytest_membudget.evidence.native import wanted as native_wanted
-from pytest_membudget.evidence.paths import PATH_TYPES, retaining_paths
+from pytest_membudget.evidence.paths import retaining_paths
 from pytest_membudget.evidence.records import (
+    FEW,
     CacheInfo,
     GrowthEvidence,
     PathEntry,
@@ -37,17 +38,16 @@ from pytest_membudget.evidence.records import (
     ThreadLeft,
 )
 from pytest_membudget.evidence.sites import callers, growing_sites
-from pytest_membudget.evidence.steps import LEAST_CALLS, STACK_FRAMES, Deadline
+from pytest_membudget.evidence.steps import LEAST_CALLS, Deadline
 from pytest_membudget.evidence.steps import iterations as rerun_steps
 from pytest_membudget.evidence.tasks import TaskWatch
-from pytest_membudget.frames import is_library, is_user_frame, source_line
+from pytest_membudget.frames import STACK_FRAMES, is_library, is_user_frame, source_line
 from pytest_membudget.interpreter import (
     collect_quietly,
     gc_facts,
     refreeze_own,
     session_froze,
 )
-from pytest_membudget.probes.heap import TRACE_FRAMES
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import LeftBehind, ProbeKind
 
@@ -138,7 +138,7 @@ def collect(
         gc.freeze()
     own_tracer = memory and not tracemalloc.is_tracing()
     if own_tracer:
-        tracemalloc.start(TRACE_FRAMES)
+        tracemalloc.start()  # one frame, as the heap probe's: the innermost names the line
     try:
         yield from _traced(state, iterations, start_iteration, own_tracer)
         if memory:
@@ -201,7 +201,7 @@ def _no_fresh_reason() -> str:
 def _retaining(state: _Before, grown: Counter[str]) -> list[PathEntry]:
     """Retaining paths for the types that grew most, within what is left of the evidence's
     time (at least its ``paths_least`` share)."""
-    top = [(name, count) for name, count in grown.most_common(PATH_TYPES) if count > 0]
+    top = [(name, count) for name, count in grown.most_common(FEW) if count > 0]
     if not top:
         return []
     if state.fresh is None:

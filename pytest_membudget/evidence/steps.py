@@ -64,9 +64,6 @@ LEAST_CALLS = 2
 #: Most calls of the reruns beside the traced one (the callers of library lines, the
 #: caches' fill): each stops as soon as it has seen what it looks for.
 MOST_CALLS = 50
-#: Frames kept of a stack where the evidence looks for the user's own line beneath a
-#: library's (an allocation's traceback, a task's creation).
-STACK_FRAMES = 16
 
 
 def seconds(step: GrowthStep) -> float:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_membudget.evidence.records import TaskGroup
-from pytest_membudget.evidence.steps import STACK_FRAMES
+from pytest_membudget.frames import STACK_FRAMES
 from pytest_membudget.probes.records import TOP
 
 #: (filename, line, function), innermost first.

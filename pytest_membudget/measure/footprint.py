@@ -16,6 +16,7 @@ import numpy as np
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
+from pytest_membudget.evidence.composition import MISSED_SHARE
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
@@ -25,19 +26,16 @@ from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.measure.watch import PeakWatch, WatchReport
+from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import Status
 
-#: Points of the timeline kept in the evidence (for the plot).
+#: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400
-#: The rerun's own highest reading stands for the run's where it rose at least this share of
-#: the run's rise.
-RERUN_RISE = 0.5
 #: The census copies tracemalloc's traces once the traced bytes reach this share of the
 #: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
 CENSUS_FROM = 0.5
-#: Object types listed in the evidence, those kept at least this many times, and not this
-#: package's own.
-TYPES = 8
+#: Object types listed in the evidence (TOP of them) are those kept at least this many
+#: times, and not this package's own.
 FEWEST_KEPT = 32
 OWN_TYPES = "pytest_membudget."
 
@@ -147,7 +145,7 @@ def kept_types(m: Measurement, start: Census | None,
     # The plugin's own records (the watch's readings, the verdict) and a few stray objects
     # are not what a footprint is made of.
     rows = [{"type": name, "count": count} for name, count in grown.most_common()
-            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TYPES]
+            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TOP]
     return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
             "new_bytes": large.new_bytes(start.large) + (young or 0),
             "seconds": round(time.perf_counter() - began, 6)}
@@ -252,7 +250,7 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     # rerun rose as the run did: memory the run freed and the allocators kept is reused by
     # the rerun without a rise, and its highest reading is then early.
     rerun_rise = rerun.highest - rerun.start.rss
-    if math.isfinite(rerun.peak.traced) and rerun_rise >= RERUN_RISE * rise:
+    if math.isfinite(rerun.peak.traced) and rerun_rise >= MISSED_SHARE * rise:
         return census, rerun.peak.traced
     return census, None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from pytest_membudget.evidence.records import FEW
 from pytest_membudget.frames import is_own, source_line
 from pytest_membudget.measure.stacks import Where
 
@@ -13,8 +14,6 @@ from pytest_membudget.measure.stacks import Where
 #: workload's from this size on: the plugin's own work between calls (a sample, a judgement)
 #: touches far less.
 OWN_RISE = 1024 * 1024
-#: Other lines of a function kept beside the one that rose most.
-OTHER_LINES = 3
 #: Where a rise is seen: the frames of the line at work (see frames_of) and, where that line
 #: is another thread's the measured thread waited for, the measured thread's waiting line.
 Seen = tuple[Where | None, Where | None, bool, Where | None]
@@ -124,7 +123,7 @@ class Lines:
                              if number != entry.get("line")), key=lambda item: -item[1])
             if others:
                 entry["other_lines"] = [{"line": number, "bytes": round(size)}
-                                        for number, size in others[:OTHER_LINES]]
+                                        for number, size in others[:FEW]]
             found.append(entry)
         return sorted(found, key=lambda entry: entry["bytes"], reverse=True)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_membudget.catalog import PHASE_PROBE
 from pytest_membudget.evidence.composition import composition
+from pytest_membudget.evidence.records import FEW
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.judge.spec import BudgetSpec, build_spec
 from pytest_membudget.measure.results import FootprintRunaway, MembudgetResult, build_result
@@ -22,10 +23,6 @@ from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 if TYPE_CHECKING:  # numpy stays out of the plugin's import
     from pytest_membudget.measure.samples import Measurement
 
-#: Lines of the rise by line kept per phase.
-PHASE_LINES = 3
-#: Points of a phase's timeline kept (for the plot).
-PHASE_POINTS = 200
 
 
 def phase_spec(test_spec: BudgetSpec, budgets: Mapping[str, object], where: str) -> BudgetSpec:
@@ -74,9 +71,9 @@ class PhaseRow:
             seen = m.watched
             if seen is not None:
                 self.composition = composition(seen.start, seen.peak, measured=rss.rise)
-                self.rose = seen.rose[:PHASE_LINES]
-                self.threads = seen.threads[:PHASE_LINES]
-                self.timeline = timeline(seen, PHASE_POINTS)
+                self.rose = seen.rose[:FEW]
+                self.threads = seen.threads[:FEW]
+                self.timeline = timeline(seen)
                 self.began = round(began, 6)
         stopped = result.stopped is StopReason.CEILING
         if rss is not None and len(rss.samples) and not stopped:

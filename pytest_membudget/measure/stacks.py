@@ -10,7 +10,7 @@ import sys
 import tempfile
 from typing import Any
 
-from pytest_membudget.frames import is_own, is_user_frame, is_wait
+from pytest_membudget.frames import STACK_FRAMES, is_own, is_user_frame, is_wait
 from pytest_membudget.probes.procfs import libc_function
 
 #: Frames that count as the line of the function running them.
@@ -33,9 +33,6 @@ def _held_file_calls() -> tuple[Any, Any, Any] | None:
 
 _HELD_FILE_CALLS = _held_file_calls()
 
-
-#: Frames read the slower way where faulthandler's dump leaves the measured thread out.
-FALLBACK_FRAMES = 32
 
 Where = tuple[str, int, str]
 #: The running thread's innermost frame, its first frame of the user's code, and whether it
@@ -190,7 +187,7 @@ class ThreadStack:
         # is among the oldest. Its innermost frames, read the other way (see above).
         frame = sys._current_frames().get(self._ident)
         stack = []
-        while frame is not None and len(stack) < FALLBACK_FRAMES:
+        while frame is not None and len(stack) < STACK_FRAMES:
             stack.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
             frame = frame.f_back
         del frame

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_membudget.evidence.composition import MAJOR_SHARE
 from pytest_membudget.frames import is_library, is_own
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
@@ -55,11 +56,9 @@ RISE_STEP = 64 * 1024
 #: percent of the highest moment, and a rise of gigabytes takes a few dozen readings.
 COMPOSITION_SHARE = 0.05
 LEAST_COMPOSITION_STEP = 256 * 1024
-#: A capture whose glibc bytes in use fell by this share of the rise so far since the
-#: reading it would replace, while RSS rose, is checked for an unmapping in flight: RSS is
-#: read again every UNMAP_PAUSE for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
-UNMAP_SHARE = 0.25
-UNMAP_PAUSE = 0.001
+#: A capture whose glibc bytes in use fell by MAJOR_SHARE of the rise while RSS rose (pages
+#: still being unmapped would make a major kind of "other" memory) is checked: RSS is read
+#: again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
 UNMAP_WAIT = 0.05
 #: Rows of the timeline (seconds, RSS, traced bytes); a longer watch keeps every other row.
 TIMELINE_ROWS = 2048
@@ -345,20 +344,20 @@ class PeakWatch:
         """Whether a capture fell inside a free that C code made without the GIL (a ctypes
         call), so that the reading it would replace stands for the peak: glibc takes a freed
         mapped block out of its figures before the kernel has unmapped its pages, and a
-        capture in between reads the pages resident and glibc's bytes gone (150 MiB of "other
-        anonymous memory" in 4 of 160 watches of a ctypes malloc, memset and free). Such a
-        capture reads glibc's bytes in use fallen by a large share of the rise since the
-        reading it would replace, while RSS rose; RSS, read again every UNMAP_PAUSE (the GIL
-        let go, the unmapping going on) for up to UNMAP_WAIT, then falls by half as much
-        (150 MiB took 2 to 5 ms). Memory freed and kept by the allocators does not fall:
-        where RSS rose on past it (a fragmented heap), the capture is the highest moment's."""
+        capture in between reads the pages resident and glibc's bytes gone. Such a capture
+        reads glibc's bytes in use fallen by a large share of the rise since the reading it
+        would replace, while RSS rose; RSS, read again every INTERVAL (the GIL let go, the
+        unmapping going on) for up to UNMAP_WAIT, then falls by half as much (the runs that
+        found it: bench/footprint/README.md). Memory freed and kept by the allocators does
+        not fall: where RSS rose on past it (a fragmented heap), the capture is the highest
+        moment's."""
         fell = self._peak.malloc_used - reading.malloc_used
-        if not fell > max(UNMAP_SHARE * (reading.rss - self._start.rss),
+        if not fell > max(MAJOR_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
             return False
         deadline = time.perf_counter() + UNMAP_WAIT
         while time.perf_counter() < deadline:
-            time.sleep(UNMAP_PAUSE)
+            time.sleep(INTERVAL)
             if self._read_rss() < reading.rss - fell / 2:
                 return True
         return False

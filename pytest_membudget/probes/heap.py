@@ -8,10 +8,6 @@ from collections.abc import Callable
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.marks import TRACED_PEAK, Mark
 
-#: Frames kept per traced allocation, here and in the evidence's rerun: the innermost frame
-#: names the line, and tracing costs about three times less than with 16 frames.
-TRACE_FRAMES = 1
-
 
 class HeapProbe(Probe):
     """Bytes of Python allocations alive now. Exact for Python objects and buffers allocated
@@ -25,7 +21,9 @@ class HeapProbe(Probe):
         self._started = not tracemalloc.is_tracing()
         self._mark: Mark | None = None
         if self._started:
-            tracemalloc.start(TRACE_FRAMES)  # with its peak at zero
+            # One frame per allocation (tracemalloc's default), as in the evidence's rerun: the
+            # innermost frame names the line, and each frame kept makes tracing slower.
+            tracemalloc.start()  # with its peak at zero
             self._mark = TRACED_PEAK.open()
 
     def before_window(self) -> None:

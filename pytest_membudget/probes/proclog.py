@@ -6,12 +6,10 @@ from __future__ import annotations
 from typing import TypedDict
 
 from pytest_membudget.probes import procfs
+from pytest_membudget.probes.records import TOP
 
 #: (pid, start time, command name, USS, PSS): one process as one sample found it.
 Seen = tuple[int, int, bytes, int, int]
-#: Rows of a process table in the evidence. Processes that ended are kept up to this many
-#: (those that grew most), so that churning workers cost constant memory.
-TABLE_ROWS = 10
 #: The figures a table can show, by the column of a record they read: none (the processes are
 #: counted), USS, PSS.
 FIGURES = ("count", "uss", "pss")
@@ -126,7 +124,9 @@ class ProcessLog:
         record.ended = True
         self.ended_total += 1
         self.ended.append(record)
-        if len(self.ended) > TABLE_ROWS:
+        # Only the rows a table can show are kept (those that grew most), so that churning
+        # workers cost constant memory.
+        if len(self.ended) > TOP:
             self.ended.remove(min(self.ended, key=lambda r: max(r.growth(1), r.growth(2))))
 
     def table(self, figure: str) -> ProcessTable:
@@ -141,7 +141,7 @@ class ProcessLog:
             records.sort(key=lambda r: r.growth(column), reverse=True)
         names, own = _multiprocessing_names(), _command(self.root)
         rows: list[ProcessRow] = []
-        for r in records[:TABLE_ROWS]:
+        for r in records[:TOP]:
             command = "" if r.ended else _command(r.pid)
             rows.append({
                 "pid": r.pid, "name": names.get(r.pid, r.name), "command": command,

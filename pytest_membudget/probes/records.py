@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-#: Most rows of each list of the evidence, largest first: the lines that grew, the types,
-#: the threads, the descriptors and the tasks a window left (evidence/), and each list of a
-#: device stack's own books (here).
+#: Most rows of each list of the evidence, largest first (the rest summed up where a list
+#: says how much is left out): the lines that grew and the lines at a peak, the types, the
+#: threads, the descriptors and the tasks a window left, the processes of a table, and each
+#: list of a device stack's own books. A shorter list under one row is evidence/records.FEW.
 TOP = 10
 
 

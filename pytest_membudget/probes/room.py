@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import math
+import mmap
 import os
+import sys
 from dataclasses import dataclass
 
 from pytest_membudget.probes.procfs import ProcFile
 
 MEMINFO = "/proc/meminfo"
 CGROUP_ROOT = "/sys/fs/cgroup"
-#: A cgroup v1 "no limit" is the largest page-aligned number; anything this high is none.
-NO_LIMIT = 2.0**60
+#: cgroup v1 writes "no limit" as the largest count of pages the kernel keeps times the page
+#: size: LONG_MAX rounded down to a page.
+NO_LIMIT = sys.maxsize // mmap.PAGESIZE * mmap.PAGESIZE
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.frames import source_line
 from pytest_membudget.render.units import fmt, short_path
@@ -32,15 +33,12 @@ def size(value: float | None) -> str:
 #: Memory allocated and not touched is worth a line from this size and share of the rise on
 #: (a reading taken while a large array is being filled has a little of it).
 UNTOUCHED_WORTH, UNTOUCHED_SHARE = 1024 * 1024, 0.1
-#: Kinds under this share of the rise (and under LEAST_KIND bytes) are left out of the text.
-SMALL_KIND = 0.01
-LEAST_KIND = 64 * 1024
 
 
 def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
     """'Python objects 153 MiB (99%), native heap in use 2 MiB (1%)', largest first; kinds
     too small to matter are left out (the JSON has them all)."""
-    least = max(LEAST_KIND, SMALL_KIND * rise) if rise and rise > 0 else LEAST_KIND
+    least = max(SMALL_BYTES, SMALL_SHARE * rise) if rise and rise > 0 else SMALL_BYTES
     parts = []
     for kind, value in sorted(kinds.items(), key=lambda item: -item[1]):
         if value < least:
@@ -94,11 +92,11 @@ def remedies(found: dict[str, Any]) -> list[str]:
     kinds = found.get("kinds", {})
     pooled = found.get("pooled") or {}
     for pool in pooled.get("by", []):
-        if pooled.get("in_use", 0) >= LEAST_KIND:
+        if pooled.get("in_use", 0) >= SMALL_BYTES:
             advice.append(f"  of the native memory, {size(pooled['in_use'])} is in use in "
                           f"{pool['name']}, a library's own allocator (its own mappings)")
         kept = max(pooled.get("kept", 0), pooled.get("kept_after", 0))
-        if kept >= LEAST_KIND:
+        if kept >= SMALL_BYTES:
             advice.append(f"  {pool['name']} keeps {size(kept)} it freed: "
                           f"{pool['remedy']}")
     if "allocator_free" in major and pooled.get("kept", 0) < kinds["allocator_free"] / 2:

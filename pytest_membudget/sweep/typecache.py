@@ -42,8 +42,8 @@ ENTRIES = 4096
 NAMES = 2000
 CLASSES = 64
 
-#: A reference count at or above this is an immortal object's (CPython 3.12 and later).
-IMMORTAL = 1 << 30
+#: Whether ``None`` is immortal, its reference count fixed (CPython 3.12 and later, PEP 683).
+IMMORTAL_NONE = sys.version_info >= (3, 12)
 
 _clear: Callable[[], object] | None = getattr(sys, "_clear_type_cache", None)
 
@@ -77,7 +77,7 @@ class TypeCache:
         starts): the search of the whole grid takes about 20 ms, more on a loaded machine,
         and inside a test's call it counts against the test's own timeout. It clears the
         cache, and leaves every entry pointing at a name of the plan's."""
-        if _clear is None or sys.getrefcount(None) >= IMMORTAL or self.types:
+        if _clear is None or IMMORTAL_NONE or self.types:
             return
         self.cleared = True
         self.refill()
@@ -86,7 +86,7 @@ class TypeCache:
         """Point every entry of the cache at a name, none at ``None``, where ``None``'s
         reference count shows them (elsewhere ``None`` is immortal and nothing shows)."""
         cleared, self.cleared, self.armed = self.cleared, False, False
-        if not cleared or _clear is None or sys.getrefcount(None) >= IMMORTAL:
+        if not cleared or _clear is None or IMMORTAL_NONE:
             return
         names, classes = self._grid()
         if self._replay(names[0], classes) < self.reach:

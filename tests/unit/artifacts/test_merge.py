@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from pytest_membudget.artifacts.document import build_document
-from pytest_membudget.artifacts.merge import MergeError, exit_status, merge, shard_paths
+from pytest_membudget.artifacts.merge import (
+    NO_TESTS,
+    MergeError,
+    exit_status,
+    merge,
+    shard_paths,
+)
 
 FACTS = {"fingerprint": "Linux-x86_64-CPython-3.11-2cpu", "cuda_device": None}
 
@@ -72,6 +78,11 @@ def test_cuda_devices_a_shard_used_are_kept_and_two_kinds_refused() -> None:
 def test_the_run_exit_status_is_the_worst_shard_s(statuses: list[int | None],
                                                   expected: int | None) -> None:
     assert exit_status(statuses) == expected
+
+
+def test_a_shard_that_collected_nothing_has_pytest_s_own_status() -> None:
+    # artifacts/ sits below the pytest edge, so it names pytest's code as a number.
+    assert NO_TESTS == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_sweep_sections_add_up() -> None:

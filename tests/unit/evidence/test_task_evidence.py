@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_membudget.evidence.steps import STACK_FRAMES
 from pytest_membudget.evidence.tasks import TaskWatch, pending_tasks
-from pytest_membudget.frames import is_user_frame
+from pytest_membudget.frames import STACK_FRAMES, is_user_frame
 from pytest_membudget.probes import ProbeError
 from pytest_membudget.probes.tasks import AsyncioTasksProbe
 

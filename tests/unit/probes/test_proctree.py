@@ -11,8 +11,9 @@ from pytest_membudget.judge.spec import build_spec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe, create, procfs, proctree
-from pytest_membudget.probes.proclog import TABLE_ROWS, ProcessLog
+from pytest_membudget.probes.proclog import ProcessLog
 from pytest_membudget.probes.proctree import ProcessTree
+from pytest_membudget.probes.records import TOP
 from pytest_membudget.settings import default_run
 
 ROLLUP = """\
@@ -225,12 +226,12 @@ def test_a_reused_pid_is_a_new_process(fake: FakeProc) -> None:
 def test_ended_processes_kept_for_the_evidence_are_bounded(fake: FakeProc) -> None:
     tree = tree_at()
     tree.log.open = True
-    for step in range(3 * TABLE_ROWS):
+    for step in range(3 * TOP):
         (fake.root / str(ROOT) / "task" / str(ROOT) / "children").write_text("")
         fake.process(5000 + step, ROOT, uss_kib=step)
         tree.refresh()
-    assert len(tree.log.ended) <= TABLE_ROWS
-    assert tree.log.ended_total == 3 * TABLE_ROWS - 1
+    assert len(tree.log.ended) <= TOP
+    assert tree.log.ended_total == 3 * TOP - 1
 
 
 class Recorder(Probe):

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from pytest_membudget.sweep.typecache import ENTRIES, IMMORTAL, TypeCache
+from pytest_membudget.sweep.typecache import ENTRIES, IMMORTAL_NONE, TypeCache
 
 pytestmark = pytest.mark.skipif(
-    not hasattr(sys, "_clear_type_cache") or sys.getrefcount(None) >= IMMORTAL,
+    not hasattr(sys, "_clear_type_cache") or IMMORTAL_NONE,
     reason="None is immortal here: a cleared entry leaves no trace to refill")
 
 
