@@ -39,6 +39,24 @@ def relative(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
 
 
+#: Numbers the code states but does not choose: units, formats and limits set by another
+#: program or a standard. Listed apart, each with what fixes it; every other numeric
+#: constant is a tuning constant.
+FACTS = {
+    "SIZE_UNITS": "the units' definitions",
+    "TIME_UNITS": "the units' definitions",
+    "SCHEMA_VERSION": "the JSON report's format",
+    "NUM_THREADS": "the field's index in /proc/<pid>/stat",
+    "NO_TESTS": "pytest.ExitCode.NO_TESTS_COLLECTED",
+    "BENCHER_NAME_LIMIT": "Bencher's limit on a benchmark's name",
+    "ENTRIES": "CPython's type cache size (MCACHE_SIZE_EXP)",
+    "SMALL_REQUEST": "pymalloc's largest request",
+    "SMALL_LIMIT": "torch's largest small-pool block (kSmallSize)",
+    "TRACED_PEAK_SHARE": "a kind over half of a whole is its largest",
+    "LEAST_CALLS": "a rise between calls needs two calls to show",
+}
+
+
 def _numeric(node: ast.expr) -> bool:
     """A number written in the source: a literal, arithmetic on literals (and names), or a
     tuple of them; ``float(...)`` and ``int(...)`` of such."""
@@ -71,7 +89,7 @@ def _assigned(body: Iterable[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
                 elif (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
                       and len(target.elts) == len(node.value.elts)):
                     # A, B = 0.9, 0.1: one constant each
-                    for name, value in zip(target.elts, node.value.elts):
+                    for name, value in zip(target.elts, node.value.elts, strict=True):
                         if isinstance(name, ast.Name):
                             yield name.id, value
         elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
@@ -181,8 +199,12 @@ def report(owned: list[str], files: bool) -> None:
     mine = [p for p in paths if relative(p) in owned] if owned else []
     consts = constants(paths)
     print(f"modules: {len(paths)}, lines: {sum(len(p.read_text().splitlines()) for p in paths)}")
-    print(f"module-level tuning constants: {len(consts)}"
+    facts = [c for c in consts if c.name in FACTS]
+    print(f"module-level numeric constants: {len(consts)}"
           + (f" (in the files counted: {len(constants(mine))})" if owned else ""))
+    print(f"  of which facts (no setting would change them): {len(facts)}: "
+          + ", ".join(f"{c.name} ({FACTS[c.name]})" for c in facts))
+    print(f"  tuning constants: {len(consts) - len(facts)}")
     defined = Counter(c.name for c in consts)
     twice = sorted(name for name, count in defined.items() if count > 1)
     print(f"  names defined in more than one module: {twice or 'none'}")

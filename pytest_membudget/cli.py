@@ -16,13 +16,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 from pytest_membudget.artifacts.document import Document
 from pytest_membudget.artifacts.files import ReportFileError, read_document
 
-OK, REGRESSION, BAD_INPUT = 0, 1, 2
+
+class Exit(IntEnum):
+    """The command's exit statuses."""
+
+    OK = 0
+    REGRESSION = 1
+    BAD_INPUT = 2
 
 
 class InputError(Exception):
@@ -57,7 +64,7 @@ def show(args: argparse.Namespace) -> int:
           f"{failed} over budget")
     for line in summary_table(list(tests.items()), 1 if args.verbose else 0):
         print(line)
-    return OK
+    return Exit.OK
 
 
 def compare_files(args: argparse.Namespace) -> int:
@@ -80,8 +87,8 @@ def compare_files(args: argparse.Namespace) -> int:
         print(line)
     if comparison.regressions:
         print(f"{len(comparison.regressions)} regression(s)")
-        return REGRESSION
-    return OK
+        return Exit.REGRESSION
+    return Exit.OK
 
 
 def plot(args: argparse.Namespace) -> int:
@@ -97,7 +104,7 @@ def plot(args: argparse.Namespace) -> int:
                          "pytest --membudget-json=PATH --membudget-json-samples")
     written = plot_all(document["tests"], Path(args.out))
     print(f"wrote {len(written)} plot(s) to {args.out}")
-    return OK
+    return Exit.OK
 
 
 def export_file(args: argparse.Namespace) -> int:
@@ -132,7 +139,7 @@ def export_file(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from None
         print(f"wrote {result.figures} figure(s) in the {args.format} format to {out}",
               file=sys.stderr)
-    return OK
+    return Exit.OK
 
 
 def merge_files(args: argparse.Namespace) -> int:
@@ -161,7 +168,7 @@ def merge_files(args: argparse.Namespace) -> int:
     except (MergeError, ReportFileError) as exc:
         raise InputError(str(exc).replace("--membudget-save-overwrite", "--overwrite")
                          .replace("from --membudget-save", "from --save")) from None
-    return OK
+    return Exit.OK
 
 
 def _check_out(out: Path, inputs: Sequence[Path], overwrite: bool) -> Path:
@@ -269,10 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.handler(args)
     except InputError as exc:
         print(f"membudget: error: {exc}", file=sys.stderr)
-        return BAD_INPUT
+        return Exit.BAD_INPUT
     except OSError as exc:
         print(f"membudget: error: {exc}", file=sys.stderr)
-        return BAD_INPUT
+        return Exit.BAD_INPUT
     return status
 
 
