@@ -25,7 +25,12 @@ from pytest_membudget.evidence.steps import COST, Deadline
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
-from pytest_membudget.measure.watch import PeakWatch, WatchReport
+from pytest_membudget.measure.watch import (
+    COMPOSITION_SHARE,
+    LEAST_COMPOSITION_STEP,
+    PeakWatch,
+    WatchReport,
+)
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.vocabulary import Status
 
@@ -251,8 +256,20 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     # the rerun without a rise, and its highest reading is then early.
     rerun_rise = rerun.highest - rerun.start.rss
     if math.isfinite(rerun.peak.traced) and rerun_rise >= MISSED_SHARE * rise:
-        return census, rerun.peak.traced
+        return census, traced_near_highest(rerun)
     return census, None
+
+
+def traced_near_highest(seen: WatchReport) -> float:
+    """tracemalloc's most at a traced watch's readings within a composition step of its
+    highest RSS: the moment of the highest RSS is known to within that step, and what was
+    freed right after it (a pool's workers let go together at a barrier, the allocators
+    keeping the pages) is gone from a capture made an instant later."""
+    rows = seen.timeline
+    step = max(LEAST_COMPOSITION_STEP, COMPOSITION_SHARE * (seen.highest - seen.start.rss))
+    near = rows[rows[:, 1] >= seen.highest - step, 2]
+    near = near[np.isfinite(near)]
+    return max(float(near.max()) if near.size else -math.inf, seen.peak.traced)
 
 
 def _seen_by_memray(native: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:

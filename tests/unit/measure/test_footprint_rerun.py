@@ -43,3 +43,28 @@ def test_a_call_that_held_the_interpreter_throughout_costs_its_slowdown() -> Non
     assert cost["held"] == 0.3
     assert cost["seconds"] == round(0.3 * COST["held_slowdown"], 3)
     assert cost["seconds"] > FOOTPRINT_EVIDENCE_SECONDS
+
+
+def test_the_python_share_is_the_most_traced_near_the_highest_reading() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from pytest_membudget.measure.footprint import traced_near_highest
+
+    mib = 1024.0 * 1024.0
+    start = SimpleNamespace(rss=100 * mib)
+
+    def seen(rows: list[tuple[float, float, float]], peak_traced: float) -> SimpleNamespace:
+        timeline = np.array([(t, 100 * mib + rss * mib, traced * mib) for t, rss, traced in rows])
+        return SimpleNamespace(timeline=timeline, start=start, highest=timeline[:, 1].max(),
+                               peak=SimpleNamespace(traced=peak_traced * mib))
+
+    # A pool's workers filled 152 MiB and let go at once: the capture at the highest RSS
+    # came an instant after, with nothing traced; a reading within the step held it all.
+    pool = seen([(0.0, 0, 0), (0.1, 111, 152), (0.14, 127, 152), (0.2, 131, 0)], 0.0)
+    assert traced_near_highest(pool) == 152 * mib
+    # A heap that freed three quarters, then rose on a new array: the readings near the
+    # highest hold what was alive then, not the earlier peak of traced bytes.
+    fragmented = seen([(0.0, 0, 0), (0.05, 133, 125), (0.06, 133, 31), (0.07, 149, 47)], 47)
+    assert traced_near_highest(fragmented) == 47 * mib
