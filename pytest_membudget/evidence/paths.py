@@ -3,7 +3,7 @@ objects of each type that grew most, found backwards over ``gc.get_referrers``.
 
 A root is where a person can act: a module global, a class attribute, a closure's cell, a
 local of a live frame, or nothing Python can see (an object held by C code only). The search
-is bounded in time and in objects, and says so when it stopped short.
+is bounded in time and in depth, and says so when it stopped short.
 """
 
 from __future__ import annotations
@@ -25,15 +25,14 @@ from pytest_membudget.vocabulary import RootKind
 
 #: New objects of one type the search starts from: the path leads to the nearest of them.
 SAMPLES = 4
-#: Objects passed to one ``gc.get_referrers`` call: each call walks the whole heap, and its
+#: Objects passed to one ``gc.get_referrers`` call, the samples of every type searched: the
+#: first level is one call. Each call walks the whole heap, nothing interrupts it, and its
 #: cost grows with the number of objects asked about (about 10 ms per million objects for
-#: one, 30 ms for ten).
-FRONTIER = 12
-#: Objects the search may visit, and levels it may climb, before it stops short.
-MOST_OBJECTS = 2000
+#: one, 30 ms for ten); the clock is read between two calls.
+FRONTIER = FEW * SAMPLES
+#: Levels the search may climb: the longest path it names (the search's time is bounded by
+#: its deadline alone).
 MOST_DEPTH = 16
-#: Untracked dicts looked into between two looks at the clock.
-UNTRACKED_CHECK = 1024
 
 
 @dataclass(slots=True)
@@ -153,16 +152,13 @@ def _search(s: _Search, samples: list[object]) -> None:
         s.ignored.update((id(frontier), id(origins)))
         if not frontier:
             break
-        if time.perf_counter() > s.deadline:
-            s.stopped = f"stopped short: its time ran out after {s.visited} objects"
-            return
-        if s.visited > MOST_OBJECTS:
-            s.stopped = f"stopped short after {s.visited} objects"
-            return
         ahead: list[object] = []
         ahead_origins: list[str] = []
         s.ignored.update((id(ahead), id(ahead_origins)))
         for start in range(0, len(frontier), FRONTIER):
+            if time.perf_counter() > s.deadline:
+                s.stopped = f"stopped short: its time ran out after {s.visited} objects"
+                return
             batch = frontier[start:start + FRONTIER]
             s.ignored.add(id(batch))
             _climb(s, batch, origins[start:start + FRONTIER], ahead, ahead_origins)
@@ -189,8 +185,8 @@ def _climb(s: _Search, batch: list[object], origins: list[str], ahead: list[obje
             held.add(id(child))
             _step(s, ref, child, wanted[id(child)], ahead, ahead_origins)
     missing = {i: names for i, names in wanted.items() if i not in held}
-    for checked, ref in enumerate(s.untracked if missing else ()):
-        if checked % UNTRACKED_CHECK == 0 and time.perf_counter() > s.deadline:
+    for ref in s.untracked if missing else ():
+        if time.perf_counter() > s.deadline:
             # Not every holder was looked at: what has none so far is not found, which
             # is not "held by C code only" (a module's dict may be among the rest).
             s.stopped = f"stopped short: its time ran out after {s.visited} objects"
