@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
-from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
+from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.sites import by_site
 from pytest_membudget.frames import STACK_FRAMES, is_library, source_line
 from pytest_membudget.probes.reading import MemoryReading
@@ -33,10 +33,6 @@ from pytest_membudget.probes.records import TOP
 #: factor (each copy of a hundred thousand traces takes about 0.1 s, with the workload
 #: waiting): the copy kept is within a third of the peak.
 CENSUS_GROWTH = 1.3
-#: Share of a line's bytes at the peak that, still alive when the call returned, makes it
-#: retained (and below the other share, transient).
-RETAINED_SHARE, TRANSIENT_SHARE = 0.9, 0.1
-
 
 class PeakCensus:
     """tracemalloc's traces at the highest traced total the watch's thread saw (``tick`` is
@@ -148,10 +144,10 @@ def _line(site: tuple[str, int], size: int, count: int, via: tuple[str, int] | N
 
 def state(size: float, kept: float) -> str:
     """retained, transient or partly retained: how much of a line's bytes at the peak was
-    still alive when the call returned."""
-    if size <= 0 or kept >= RETAINED_SHARE * size:
+    still alive when the call returned (all but a SLIVER of them, at most a SLIVER)."""
+    if size <= 0 or kept >= (1 - SLIVER) * size:
         return "retained"
-    return "transient" if kept <= TRANSIENT_SHARE * size else "partly retained"
+    return "transient" if kept <= SLIVER * size else "partly retained"
 
 
 #: Kinds of memory that hold data: what is left of them when the call returned says whether

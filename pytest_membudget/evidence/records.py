@@ -16,6 +16,11 @@ FEW = 3
 #: it is part of, and under SMALL_BYTES; such parts are summed up with the rest.
 SMALL_SHARE = 0.01
 SMALL_BYTES = 64 * 1024
+#: A share of a whole that is as good as none of it (and all but it, as good as all): what a
+#: line still held when the call returned, of its bytes at the peak (transient; retained);
+#: what memray saw of the native heap the reading counted (it does not see these
+#: allocations); memory reused or never touched beside a rise (not worth a remark).
+SLIVER = 0.1
 
 if TYPE_CHECKING:  # the probes' own records, read where a failing probe's source told them
     from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak

@@ -21,6 +21,7 @@ from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
+from pytest_membudget.evidence.records import SLIVER
 from pytest_membudget.evidence.steps import COST, Deadline
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
@@ -276,9 +277,10 @@ def _seen_by_memray(native: dict[str, Any], found: dict[str, Any]) -> dict[str, 
     """memray's evidence, or where its call peaked at a sliver of the native heap the
     reading counted, the word that it does not see these allocations: allocations it does
     not intercept (ctypes calls libc's malloc through a pointer it took itself), whose few
-    lines would stand for the rest."""
+    lines would stand for the rest. A peak under a SLIVER of the native heap is as good as
+    none."""
     held = float(found["kinds"].get("native", 0.0))
-    if "peak" in native and float(native["peak"] or 0.0) < UNSEEN_SHARE * held:
+    if "peak" in native and float(native["peak"] or 0.0) < SLIVER * held:
         return {"unseen": round(held), "peak": native["peak"]}
     return native
 
@@ -311,10 +313,6 @@ def watch_facts(seen: WatchReport) -> dict[str, Any]:
                            "window_at": round(seen.window_at, 6)}
     return facts
 
-
-#: The share of the reading's native heap under which memray's own peak over its call is
-#: read as memray not seeing these allocations (ctypes' direct calls to libc's malloc).
-UNSEEN_SHARE = 0.1
 
 
 def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_membudget.evidence.records import SMALL_BYTES, SMALL_SHARE
+from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.frames import source_line
 from pytest_membudget.render.units import fmt, short_path
@@ -30,9 +30,10 @@ def size(value: float | None) -> str:
     return fmt("rss", value)
 
 
-#: Memory allocated and not touched is worth a line from this size and share of the rise on
-#: (a reading taken while a large array is being filled has a little of it).
-UNTOUCHED_WORTH, UNTOUCHED_SHARE = 1024 * 1024, 0.1
+#: Memory allocated and not touched, or reused, is worth a line from this size and from more
+#: than a SLIVER of the rise on (a reading taken while a large array is being filled has a
+#: little of it).
+UNTOUCHED_WORTH = 1024 * 1024
 
 
 def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
@@ -115,7 +116,7 @@ def remedies(found: dict[str, Any]) -> list[str]:
         advice.append(f"  thread stacks: {size(found['stacks_reserved'])} reserved, "
                       f"{size(kinds.get('stacks', 0))} resident ({found['threads'][0]} -> "
                       f"{found['threads'][1]} threads): reserved is not resident")
-    worth = max(UNTOUCHED_WORTH, UNTOUCHED_SHARE * (found.get("rise") or 0))
+    worth = max(UNTOUCHED_WORTH, SLIVER * (found.get("rise") or 0))
     if found.get("reused", 0) >= worth:
         advice.append(f"  besides, {size(found['reused'])} in use reused free memory the "
                       "allocators kept from earlier work (no new pages): run alone, the "
