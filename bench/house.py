@@ -52,7 +52,7 @@ FACTS = {
     "ENTRIES": "CPython's type cache size (MCACHE_SIZE_EXP)",
     "SMALL_REQUEST": "pymalloc's largest request",
     "SMALL_LIMIT": "torch's largest small-pool block (kSmallSize)",
-    "TRACED_PEAK_SHARE": "a kind over half of a whole is its largest",
+    "MOST_OF": "a part over half of a whole is most of it (its largest)",
     "LEAST_CALLS": "a rise between calls needs two calls to show",
 }
 

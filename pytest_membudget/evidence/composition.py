@@ -35,17 +35,17 @@ KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of (a major kind) when it is at least this share of
 #: the rise.
 MAJOR_SHARE = 0.25
-#: A highest reading that rose less than this share of the rise it stands for (the kernel's
-#: high-water mark; a rerun's, the run's) missed the peak: it sat between two readings,
-#: inside a call that held the interpreter (a quadratic concatenation's last copy beside its
-#: source), or the rerun reused memory the run freed and the allocators kept. Such a
-#: reading names no kind: what it was made of is not what the peak was made of.
-MISSED_SHARE = 0.5
-#: Where the reading missed the peak, tracemalloc's own high-water mark over one more call
-#: of the same work (exact, even inside one C call) names the peak Python's when it holds
-#: more than this share of the measured rise: a kind that is most of a rise is its largest,
-#: whatever the rest was made of.
-TRACED_PEAK_SHARE = 0.5
+#: A part over this share of a whole is most of it: its largest part, whatever the rest is
+#: made of. A highest reading that rose less than most of the rise it stands for (the
+#: kernel's high-water mark; a rerun's, the run's) missed the peak: it sat between two
+#: readings, inside a call that held the interpreter (a quadratic concatenation's last copy
+#: beside its source), or the rerun reused memory the run freed and the allocators kept;
+#: such a reading names no kind. Where it missed, tracemalloc's own high-water mark over
+#: one more call of the same work (exact, even inside one C call) names the peak Python's
+#: when it holds most of the measured rise. The census copies traces from most of the rise
+#: on (measure/footprint.py); the machine's guard stops a run whose rise holds most of what
+#: the machine lost (measure/watch.py).
+MOST_OF = 0.5
 
 
 def _delta(peak: float, start: float) -> float:
@@ -153,21 +153,21 @@ def composition(start: MemoryReading, peak: MemoryReading,
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
     ``traced``, ``large``, ``least``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
-    high-water mark measured; where the reading rose less than MISSED_SHARE of it, the
+    high-water mark measured; where the reading rose less than MOST_OF it, the
     reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
     major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
-    call of the same work, above its start) holds more than TRACED_PEAK_SHARE of the
+    call of the same work, above its start) holds more than MOST_OF the
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
     split = rise_kinds(start, peak, traced, large, least)
     kinds = split.kinds
     rise = peak.rss - start.rss
-    missed = measured is not None and measured > 0 and rise < MISSED_SHARE * measured
+    missed = measured is not None and measured > 0 and rise < MOST_OF * measured
     named = None
     if missed and traced_peak is not None and measured is not None:
         python = min(max(traced_peak, 0.0), measured)
-        named = python if python > TRACED_PEAK_SHARE * measured else None
+        named = python if python > MOST_OF * measured else None
     if missed:
         dominant, major = ("python", ["python"]) if named is not None else (None, [])
     else:

@@ -16,7 +16,7 @@ import numpy as np
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
-from pytest_membudget.evidence.composition import MISSED_SHARE
+from pytest_membudget.evidence.composition import MOST_OF
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
@@ -37,9 +37,6 @@ from pytest_membudget.vocabulary import Status
 
 #: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400
-#: The census copies tracemalloc's traces once the traced bytes reach this share of the
-#: measured rise: smaller live sets cannot be the peak's bulk, and each copy costs.
-CENSUS_FROM = 0.5
 #: Object types listed in the evidence (TOP of them) are those kept at least this many
 #: times, and not this package's own.
 FEWEST_KEPT = 32
@@ -236,7 +233,9 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     run's peak."""
     seen = m.watched
     assert seen is not None
-    counter = PeakCensus(least=CENSUS_FROM * max(seen.highest - seen.start.rss, 0.0),
+    # The census copies traces once they hold most of the measured rise: a smaller live set
+    # is not the peak's bulk, and each copy costs.
+    counter = PeakCensus(least=MOST_OF * max(seen.highest - seen.start.rss, 0.0),
                          deadline=deadline.until("tracing"),
                          copying=deadline.seconds_for("copies"))
     watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
@@ -256,7 +255,7 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     # rerun rose as the run did: memory the run freed and the allocators kept is reused by
     # the rerun without a rise, and its highest reading is then early.
     rerun_rise = rerun.highest - rerun.start.rss
-    if math.isfinite(rerun.peak.traced) and rerun_rise >= MISSED_SHARE * rise:
+    if math.isfinite(rerun.peak.traced) and rerun_rise >= MOST_OF * rise:
         return census, traced_near_highest(rerun)
     return census, None
 

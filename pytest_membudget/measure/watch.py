@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.evidence.composition import MAJOR_SHARE
+from pytest_membudget.evidence.composition import MAJOR_SHARE, MOST_OF
 from pytest_membudget.frames import is_library, is_own
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
@@ -74,9 +74,6 @@ REFIRE_SECONDS = 0.05
 RESERVE_SHARE = 0.05
 LEAST_RESERVE = 64 * 1024 * 1024
 ROOM_STEP = 16 * 1024 * 1024
-#: A run is stopped for the machine only where its own rise holds at least this share of
-#: the memory the machine lost since it began: memory other processes took is theirs.
-HELD_SHARE = 0.5
 
 
 @dataclass
@@ -327,14 +324,15 @@ class PeakWatch:
     def _short_of_room(self, rss: float) -> dict[str, Any] | None:
         """Why the run must stop for the machine's sake, as data; None while the machine,
         or the cgroup, has room: under RESERVE_SHARE of its total left, with this run's
-        rise holding HELD_SHARE of what it lost since the run began."""
+        rise holding MOST_OF what it lost since the run began (memory other processes took is
+        theirs)."""
         assert self._room is not None
         room, began = self._room.read(), self._room_start
         if room is None or began is None:
             return None
         reserve = max(RESERVE_SHARE * room.total, LEAST_RESERVE)
         lost = began.available - room.available
-        if room.available >= reserve or rss - self._run_start < HELD_SHARE * lost:
+        if room.available >= reserve or rss - self._run_start < MOST_OF * lost:
             return None
         return {"by": "machine", "room": room.available, "room_total": room.total,
                 "room_where": room.where, "reserve": reserve,
