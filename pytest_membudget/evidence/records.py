@@ -19,7 +19,8 @@ SMALL_BYTES = 64 * 1024
 #: A share of a whole that is as good as none of it (and all but it, as good as all): what a
 #: line still held when the call returned, of its bytes at the peak (transient; retained);
 #: what memray saw of the native heap the reading counted (it does not see these
-#: allocations); memory reused or never touched beside a rise (not worth a remark).
+#: allocations); memory reused or never touched beside a rise (not worth a remark); a part
+#: over its whole by as much (two runs' slopes) reads as all of it.
 SLIVER = 0.1
 
 if TYPE_CHECKING:  # the probes' own records, read where a failing probe's source told them

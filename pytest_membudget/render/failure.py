@@ -6,7 +6,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, cast
 
-from pytest_membudget.evidence.records import AtomsListed, Explained, GrowthEvidence, TaskGroup
+from pytest_membudget.evidence.records import (
+    SLIVER,
+    AtomsListed,
+    Explained,
+    GrowthEvidence,
+    TaskGroup,
+)
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.render.devices import cupy_lines, jax_lines, jax_peak_lines
 from pytest_membudget.render.footprint import peak_lines
@@ -294,14 +300,11 @@ def evidence_lines(evidence: GrowthEvidence) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
-#: A part this much over the whole reads as all of it (the two slopes come from different
-#: runs: the window, and the evidence's rerun).
-ALL_OF_IT = 1.1
-
-
 def _share(part: float, whole: float) -> str:
+    """``part``'s share of ``whole``; a part over it by at most a SLIVER reads as all of it
+    (the two slopes come from different runs: the window, and the evidence's rerun)."""
     share = part / whole
-    return f"{min(share, 1.0):.0%}" if share <= ALL_OF_IT else "more than all of it"
+    return f"{min(share, 1.0):.0%}" if share <= 1 + SLIVER else "more than all of it"
 
 
 def explained_line(found: Explained) -> str:
