@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MAJOR_SHARE, MOST_OF
+from pytest_membudget.evidence.records import SMALL_BYTES
 from pytest_membudget.frames import is_library, is_own
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
@@ -49,8 +50,9 @@ from pytest_membudget.probes.rss import held_rss_reader
 
 #: Seconds between readings.
 INTERVAL = 0.001
-#: A rise is attributed to the running line in steps of at least this much.
-RISE_STEP = 64 * 1024
+#: A rise is attributed to the running line in steps of at least the least a line the
+#: evidence names holds: a finer step walks the stacks more often for parts too small to name.
+RISE_STEP = SMALL_BYTES
 #: What the memory is made of is read again once RSS passed the last reading by this share
 #: of the rise so far (at least LEAST_COMPOSITION_STEP): the last reading is within a few
 #: percent of the highest moment, and a rise of gigabytes takes a few dozen readings.
