@@ -116,6 +116,28 @@ def test_a_search_out_of_time_says_it_stopped_short() -> None:
     assert found[0]["reason"].startswith("stopped short"), found
 
 
+WIDE: list[list[object]] = []
+
+
+def test_only_the_deadline_bounds_how_many_objects_the_search_visits() -> None:
+    """A sample held by 2,100 lists, which a module global holds: the search visits
+    them all on its way up (no count of objects stops it) and names the global."""
+    WIDE[:] = _held_by_many([2.5], 2100)  # no local of this frame holds the sample
+    try:
+        found = retaining_paths([("list", 1)], {"list": [WIDE[0][0]]},
+                                deadline=time.perf_counter() + 60)
+        path = found[0].get("path")
+        assert path is not None, found
+        assert path["root"]["kind"] == RootKind.MODULE.value and path["steps"][0]["step"] == (
+            "WIDE"), path
+    finally:
+        WIDE.clear()
+
+
+def _held_by_many(sample: object, holders: int) -> list[list[object]]:
+    return [[sample] for _ in range(holders)]
+
+
 BYTES_HELD: dict[str, bytes] = {}
 
 
