@@ -75,7 +75,7 @@ class Kinds:
 
 
 def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None = None,
-               large: float = 0.0, least: float = 0.0) -> Kinds:
+               large: float = 0.0, least: float = 0.0, at_peak: bool = False) -> Kinds:
     """The rise from ``start`` to ``peak`` by kind. ``traced``: tracemalloc's rise at the
     peak, from a traced rerun of the same work where the readings were taken untraced
     (tracing changes what it measures: its own tables are as large as the objects of a heap
@@ -84,6 +84,9 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     the run kept to its end), moved from the native heap to Python's as far as the Python
     share does not hold them already. ``least``: Python's share is at least this (what a
     traced call saw alive before its tracing was cut), as far as the native heap holds it.
+    ``at_peak``: ``traced`` is of the moment of the highest RSS (the traced rerun's bytes
+    there), which the reading at ``peak`` may have missed (read after the work let go of its
+    memory, the allocators keeping it resident).
 
     The kinds add up to the resident rise: in-use memory (Python's, native) beyond what the
     new resident pages hold came from the allocators' free memory (``reused``) or is not
@@ -98,10 +101,11 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     anon = _delta(peak.anon, start.anon) if math.isfinite(peak.anon) else (
         _delta(peak.rss, start.rss) - file)
     python = small if traced is None else traced
-    if traced is not None and math.isfinite(small) and math.isfinite(malloc_rise):
-        # Never more than the allocators had in use at this moment: a figure from the
-        # rerun's own highest point (its objects all alive, before most were freed) is not
-        # this moment's, whose freed memory the allocators keep.
+    if (traced is not None and not at_peak and math.isfinite(small)
+            and math.isfinite(malloc_rise)):
+        # Never more than the allocators had in use at this moment: tracemalloc's own peak
+        # over a call (its objects all alive, before most were freed) is not this moment's,
+        # whose freed memory the allocators keep.
         python = min(python, max(small, 0.0) + max(malloc_rise, 0.0))
     # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
     # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
@@ -149,18 +153,19 @@ def _within(python: float, native: float, room: float, reusable: float
 def composition(start: MemoryReading, peak: MemoryReading,
                 traced: float | None = None, large: float = 0.0,
                 measured: float | None = None,
-                traced_peak: float | None = None, least: float = 0.0) -> dict[str, Any]:
+                traced_peak: float | None = None, least: float = 0.0,
+                at_peak: bool = False) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``, ``large``, ``least``: as for :func:`rise_kinds`. ``measured``: the rise the kernel's
-    high-water mark measured; where the reading rose less than MOST_OF it, the
-    reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
+    ``traced``, ``large``, ``least``, ``at_peak``: as for :func:`rise_kinds`. ``measured``:
+    the rise the kernel's high-water mark measured; where the reading rose less than MOST_OF
+    it, the reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
     major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
     call of the same work, above its start) holds more than MOST_OF the
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
-    split = rise_kinds(start, peak, traced, large, least)
+    split = rise_kinds(start, peak, traced, large, least, at_peak)
     kinds = split.kinds
     rise = peak.rss - start.rss
     missed = measured is not None and measured > 0 and rise < MOST_OF * measured

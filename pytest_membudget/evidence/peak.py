@@ -297,7 +297,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # The large objects the run left alive were alive at its peak too: Python's there, as
     # far as the Python share (pymalloc's blocks, or tracemalloc's figure) does not hold them.
     found = composition(start, peak, traced, large=retained_large, measured=measured,
-                        traced_peak=traced_peak, least=least)
+                        traced_peak=traced_peak, least=least,
+                        at_peak=traced is not None and traced_at_peak is not None)
     # The call's end is read untraced, whatever the peak's evidence traced: its large objects
     # are Python's (their memory is glibc's, which the reading alone counts as native heap).
     after = composition(start, end, None, large=retained_large)

@@ -33,6 +33,7 @@ from pytest_membudget.measure.watch import (
     WatchReport,
 )
 from pytest_membudget.probes.records import TOP
+from pytest_membudget.probes.rss import release_free_memory
 from pytest_membudget.vocabulary import Status
 
 #: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
@@ -239,6 +240,9 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
                          deadline=deadline.until("tracing"),
                          copying=deadline.seconds_for("copies"))
     watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
+    # It starts as the measured window did, glibc's free memory handed back: what the run
+    # freed and the allocators kept would otherwise serve the rerun without a rise.
+    release_free_memory()
     watch.start()
     heap = m.probes.get("heap")
     try:
@@ -316,14 +320,14 @@ def watch_facts(seen: WatchReport) -> dict[str, Any]:
 
 def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:
     """The watch's timeline (seconds, RSS, traced bytes) thinned to about ``points`` points,
-    each the highest RSS of its stretch (a plot must not lose the peak)."""
+    each the highest RSS of its stretch and the most traced bytes in it (a plot must not lose
+    either peak)."""
     rows = seen.timeline
     if not len(rows):
         return {"seconds": [], "rss": [], "traced": []}
     step = max(1, -(-len(rows) // points))
-    picked = [int(start + np.argmax(rows[start:start + step, 1]))
-              for start in range(0, len(rows), step)]
-    kept = rows[picked]
+    starts = range(0, len(rows), step)
+    kept = rows[[int(start + np.argmax(rows[start:start + step, 1])) for start in starts]]
     return {"seconds": [round(float(v), 6) for v in kept[:, 0]],
             "rss": [float(v) for v in kept[:, 1]],
-            "traced": [float(v) for v in kept[:, 2]]}
+            "traced": [float(rows[start:start + step, 2].max()) for start in starts]}

@@ -42,6 +42,7 @@ from pytest_membudget.measure.stacks import (
     running_line,
 )
 from pytest_membudget.measure.starts import announcing, start_announced
+from pytest_membudget.measure.timeline import Timeline
 from pytest_membudget.probes.heap import traced_reader
 from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.reading import MemoryReading
@@ -62,8 +63,6 @@ LEAST_COMPOSITION_STEP = 256 * 1024
 #: still being unmapped would make a major kind of "other" memory) is checked: RSS is read
 #: again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
 UNMAP_WAIT = 0.05
-#: Rows of the timeline (seconds, RSS, traced bytes); a longer watch keeps every other row.
-TIMELINE_ROWS = 2048
 #: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
 #: for the GIL after each read, while the workload runs Python.
 SWITCH_INTERVAL = 0.0002
@@ -150,9 +149,7 @@ class PeakWatch:
         self._announced: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
         self._announced_dumps: dict[bytes, int] = {}
         self._seen: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-        self._timeline = np.zeros((TIMELINE_ROWS, 3))
-        self._rows = 0
-        self._every = 1
+        self._timeline = Timeline()
         self._samples = 0
         self._fired = -math.inf
         self._stopped = False
@@ -235,7 +232,7 @@ class PeakWatch:
         return WatchReport(
             start=self._start, peak=self._peak, end=end, highest=self._highest,
             seconds=time.perf_counter() - self._window_began, rose=self._lines.rose(),
-            timeline=self._timeline[: self._rows].copy(), peak_at=self._peak_at,
+            timeline=self._timeline.rows(), peak_at=self._peak_at,
             stopped=self._stopped, samples=self._samples, warmup=dict(self._warmup),
             window_at=self._window_began - self._began, held=self._held,
             threads=self._started.threads())
@@ -267,7 +264,8 @@ class PeakWatch:
         finally:
             read_rss.close()
 
-    def _read_once(self, read_rss: Callable[[], float], traced: Callable[[], float],
+    def _read_once(self, read_rss: Callable[[], float],
+                   traced: Callable[[], tuple[float, float]],
                    start: float, attributed: float, next_reading: float, threads: int,
                    clock: Callable[[], float], count: Callable[[], int]
                    ) -> tuple[float, float, int]:
@@ -277,7 +275,7 @@ class PeakWatch:
         enters one long C call at once (json.loads) keeps the GIL from the watch's start,
         which gets it back when that call returns and must read then, before a sleep lets
         the workload run on. Returns the bookkeeping for the next reading."""
-        rss = read_rss()
+        rss, (held, peak) = read_rss(), traced()
         if rss > self._highest:
             where = self._frames() if rss - attributed >= RISE_STEP else None
             taken = self._reader.capture() if rss >= next_reading else None
@@ -310,7 +308,7 @@ class PeakWatch:
         self._held = max(self._held, now - self._last_reading)
         self._last_reading = now
         self._samples += 1
-        self._record(now, rss, traced())
+        self._timeline.record(now, rss, held, peak)
         for tick in self.ticks:
             tick()
         if now - self._fired > REFIRE_SECONDS:
@@ -361,16 +359,6 @@ class PeakWatch:
             if self._read_rss() < reading.rss - fell / 2:
                 return True
         return False
-
-    def _record(self, now: float, rss: float, traced: float) -> None:
-        if self._samples % self._every:
-            return
-        if self._rows == TIMELINE_ROWS:
-            half = TIMELINE_ROWS // 2
-            self._timeline[:half] = self._timeline[::2]
-            self._rows, self._every = half, self._every * 2
-        self._timeline[self._rows] = (now, rss, traced)
-        self._rows += 1
 
     def _frames(self) -> Seen:
         """Where the measured thread is now (see :func:`frames_of`), read now: a frame's

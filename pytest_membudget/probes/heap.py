@@ -64,11 +64,15 @@ class HeapProbe(Probe):
         self._started = False
 
 
-def traced_reader() -> Callable[[], float]:
-    """A reader of tracemalloc's traced bytes now (0 while it is not tracing)."""
+def traced_reader() -> Callable[[], tuple[float, float]]:
+    """A reader of tracemalloc's traced bytes now and its peak since the last reset ((0, 0)
+    while it is not tracing)."""
 
-    def read() -> float:
-        return float(tracemalloc.get_traced_memory()[0]) if tracemalloc.is_tracing() else 0.0
+    def read() -> tuple[float, float]:
+        if not tracemalloc.is_tracing():
+            return 0.0, 0.0
+        now, peak = tracemalloc.get_traced_memory()
+        return float(now), float(peak)
 
     return read
 
