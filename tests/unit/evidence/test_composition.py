@@ -118,3 +118,18 @@ def test_large_objects_kept_move_to_python_once_traced_or_not() -> None:
     assert round((traced["python"] + traced["native"]) / MIB) == 53
     held = kinds_of(START, peak, traced=50 * MIB, large=48 * MIB)
     assert round(held["python"] / MIB) == 50  # tracemalloc's figure holds them already
+
+
+def test_python_held_at_the_highest_rss_stands_where_the_reading_came_after_its_frees() -> None:
+    # A pool's workers freed 150 MiB of arrays at a barrier before the reading at the highest
+    # RSS: glibc keeps the pages, its bytes in use are back where they began.
+    after_frees = at_peak(rss=150, anon=150, malloc_free=150)
+    # tracemalloc's peak over the call may come before the highest RSS (a fragmented heap):
+    # never more than the reading had in use.
+    call_peak = kinds_of(START, after_frees, traced=150 * MIB)
+    assert max(call_peak, key=call_peak.__getitem__) == "allocator_free"
+    # The traced rerun's bytes at its highest RSS are that moment's: Python's.
+    found = composition(START, after_frees, 150 * MIB, at_peak=True)
+    assert found["dominant"] == "python"
+    assert round(found["kinds"]["python"] / MIB) == 150
+    assert sum(found["kinds"].values()) <= 150 * MIB + 1
