@@ -59,16 +59,17 @@ RISE_STEP = SMALL_BYTES
 #: percent of the highest moment, and a rise of gigabytes takes a few dozen readings.
 COMPOSITION_SHARE = 0.05
 LEAST_COMPOSITION_STEP = 256 * 1024
-#: A capture whose glibc bytes in use fell by MAJOR_SHARE of the rise while RSS rose (pages
-#: still being unmapped would make a major kind of "other" memory) is checked: RSS is read
-#: again every INTERVAL for up to UNMAP_WAIT seconds (PeakWatch._unmapping).
-UNMAP_WAIT = 0.05
+#: Seconds within which memory the workload lets go shows in RSS (the kernel unmaps a freed
+#: block's pages; a stopped workload's frames let go of what they held): the watch waits this
+#: long before it concludes the workload holds it. A capture whose glibc bytes in use fell by
+#: MAJOR_SHARE of the rise while RSS rose (pages still being unmapped would make a major kind
+#: of "other" memory) stands unless RSS, read again every INTERVAL, falls within it
+#: (PeakWatch._unmapping); a workload still above the ceiling this long after a stop caught
+#: it (code that catches every exception) and is stopped again.
+FALL_WAIT = 0.05
 #: The interpreter's switch interval while a watch runs (seconds): how long the watch may wait
 #: for the GIL after each read, while the workload runs Python.
 SWITCH_INTERVAL = 0.0002
-#: Seconds between two stops of a workload that is still above the ceiling (code that
-#: catches every exception swallows the first).
-REFIRE_SECONDS = 0.05
 #: The machine's guard (Ceiling.machine): the memory left to the machine, or the cgroup,
 #: below which a run is stopped, as a share of its total (at least LEAST_RESERVE): the
 #: kernel's OOM killer acts when it runs out. Read again whenever RSS rose ROOM_STEP.
@@ -311,7 +312,7 @@ class PeakWatch:
         self._timeline.record(now, rss, held, peak)
         for tick in self.ticks:
             tick()
-        if now - self._fired > REFIRE_SECONDS:
+        if now - self._fired > FALL_WAIT:
             if rss - start > self.ceiling:
                 self._stop_workload(rss, now, {"by": "ceiling"})
             elif self._room is not None and rss >= self._room_next:
@@ -345,15 +346,14 @@ class PeakWatch:
         capture in between reads the pages resident and glibc's bytes gone. Such a capture
         reads glibc's bytes in use fallen by a large share of the rise since the reading it
         would replace, while RSS rose; RSS, read again every INTERVAL (the GIL let go, the
-        unmapping going on) for up to UNMAP_WAIT, then falls by half as much (the runs that
-        found it: bench/footprint/README.md). Memory freed and kept by the allocators does
-        not fall: where RSS rose on past it (a fragmented heap), the capture is the highest
-        moment's."""
+        unmapping going on) for up to FALL_WAIT, then falls by half as much. Memory freed
+        and kept by the allocators does not fall: where RSS rose on past it (a fragmented
+        heap), the capture is the highest moment's."""
         fell = self._peak.malloc_used - reading.malloc_used
         if not fell > max(MAJOR_SHARE * (reading.rss - self._start.rss),
                           LEAST_COMPOSITION_STEP):
             return False
-        deadline = time.perf_counter() + UNMAP_WAIT
+        deadline = time.perf_counter() + FALL_WAIT
         while time.perf_counter() < deadline:
             time.sleep(INTERVAL)
             if self._read_rss() < reading.rss - fell / 2:

@@ -42,7 +42,7 @@ def test_a_drop_of_glibcs_bytes_that_rss_keeps_is_a_real_reading(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory that glibc let go and something else holds (another allocator's mapping):
     RSS does not fall, and after the wait the capture stands."""
-    monkeypatch.setattr(watch, "UNMAP_WAIT", 0.01)
+    monkeypatch.setattr(watch, "FALL_WAIT", 0.01)
     assert not _watch([245 * MIB])._unmapping(FREEING)
 
 
