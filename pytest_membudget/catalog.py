@@ -150,11 +150,14 @@ NATIVE_WATCH = "rss"
 #: depends on what the process freed before, in each run anew (bench/gating_noise.py
 #: measures how far: within this share of the baseline's bound).
 PAGE_RUN_SPREAD = 0.5
-#: The run floor (ProbeInfo.run_floor) of the probes that count pages: a leak that memory the
-#: process freed before the run can serve adds no page until that memory is used up, so a
-#: small leak can read as no growth over a whole window in one run and at its rate in the
-#: next (bench/gating_noise.py: up to a few hundred KiB of a leak went unseen).
-PAGE_RUN_FLOOR = 1024.0 * 1024.0
+#: How far the pages a process holds may differ from the memory it allocates as a matter of
+#: course: memory it freed before, kept by its allocators, serves new allocations without a
+#: new page, and memory allocated is not resident until it is touched. So growth up to this
+#: much can read as none over a whole window in one run and at its rate in the next (the run
+#: floor, ProbeInfo.run_floor, of the probes that count pages), and memory reused or left
+#: untouched is worth a line of a footprint's evidence only from this much on
+#: (render/footprint.py).
+PAGE_SLACK = 1024.0 * 1024.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS
 #: Counts of the device probes, by their unit.
@@ -245,13 +248,13 @@ PROBES: dict[str, ProbeInfo] = {
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
                   witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
                   screen=ScreenRule(float(PAGE)), native_stacks=True, resident=True,
-                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_SLACK),
         ProbeInfo("uss", B, "B", 8 * PAGE, "rss",
                   "unique set size: memory that would be freed if the process ended",
                   floor=RSS_FLOOR, traced_evidence=True, exact=("py_blocks", "malloc"),
                   witnesses=("py_blocks", "malloc"), own_memory=True, python_share=True,
                   native_stacks=True, resident=True,
-                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_SLACK),
         ProbeInfo("heap", B, "B", 4096, "heap",
                   "Python allocations traced by tracemalloc", traced_evidence=True,
                   blind_to_native=True, own_memory=True),
@@ -295,13 +298,13 @@ PROBES: dict[str, ProbeInfo] = {
                   "unique set size summed over the live descendant processes: memory they "
                   "hold that no other process maps (not what they still share with the "
                   "parent)", floor=RSS_FLOOR, native_stacks=True, run_spread=PAGE_RUN_SPREAD,
-                  run_floor=PAGE_RUN_FLOOR),
+                  run_floor=PAGE_SLACK),
         ProbeInfo("tree_pss", B, "B", 8 * PAGE, "proctree",
                   "proportional set size of the test's process plus its live descendants: "
                   "the job's footprint, each shared page split among its sharers (anonymous "
                   "and shared memory; file pages left out)",
                   floor=RSS_FLOOR, traced_evidence=True, native_stacks=True,
-                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_RUN_FLOOR),
+                  run_spread=PAGE_RUN_SPREAD, run_floor=PAGE_SLACK),
         ProbeInfo("iter_time", SECONDS, "s", 0.0, "timing",
                   "wall time of one iteration of the workload", relative_resolution=0.10),
         # Read only where budgeted: one clock read per iteration and one per sample.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_membudget.catalog import PAGE_SLACK
 from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.frames import source_line
@@ -28,12 +29,6 @@ STATES = {
 
 def size(value: float | None) -> str:
     return fmt("rss", value)
-
-
-#: Memory allocated and not touched, or reused, is worth a line from this size and from more
-#: than a SLIVER of the rise on (a reading taken while a large array is being filled has a
-#: little of it).
-UNTOUCHED_WORTH = 1024 * 1024
 
 
 def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
@@ -116,7 +111,9 @@ def remedies(found: dict[str, Any]) -> list[str]:
         advice.append(f"  thread stacks: {size(found['stacks_reserved'])} reserved, "
                       f"{size(kinds.get('stacks', 0))} resident ({found['threads'][0]} -> "
                       f"{found['threads'][1]} threads): reserved is not resident")
-    worth = max(UNTOUCHED_WORTH, SLIVER * (found.get("rise") or 0))
+    # Reuse and untouched memory within the pages' ordinary slack, or a SLIVER of the rise (a
+    # reading taken while a large array is filled finds a little of it), are not worth a line.
+    worth = max(PAGE_SLACK, SLIVER * (found.get("rise") or 0))
     if found.get("reused", 0) >= worth:
         advice.append(f"  besides, {size(found['reused'])} in use reused free memory the "
                       "allocators kept from earlier work (no new pages): run alone, the "
