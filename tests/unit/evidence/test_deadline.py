@@ -17,9 +17,12 @@ def test_each_step_gets_its_share_of_its_kinds_deadline() -> None:
     growth, footprint = Deadline(10.0), Deadline(10.0, "footprint")
     assert growth.seconds == steps.GROWTH_EVIDENCE_SECONDS
     assert footprint.seconds == steps.FOOTPRINT_EVIDENCE_SECONDS
-    for step, share in steps.SHARE.items():
-        assert growth.seconds_for(step) == share * steps.GROWTH_EVIDENCE_SECONDS
-    for fstep, share in steps.FOOTPRINT_SHARE.items():
+    assert set(steps.SHARE) == steps.STEPS["growth"] | steps.STEPS["footprint"]
+    assert not steps.STEPS["growth"] & steps.STEPS["footprint"]
+    for step in steps.STEPS["growth"]:
+        assert growth.seconds_for(step) == steps.SHARE[step] * steps.GROWTH_EVIDENCE_SECONDS
+    for fstep in steps.STEPS["footprint"]:
+        share = steps.SHARE[fstep]
         assert footprint.seconds_for(fstep) == share * steps.FOOTPRINT_EVIDENCE_SECONDS
         assert footprint.until(fstep) == 10.0 + share * steps.FOOTPRINT_EVIDENCE_SECONDS
     assert growth.end == 10.0 + steps.GROWTH_EVIDENCE_SECONDS
