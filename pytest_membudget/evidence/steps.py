@@ -11,21 +11,22 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-#: Seconds the whole growth evidence of a failure aims at: the counts of objects before and
-#: after the traced rerun, the rerun, the callers of library lines, the retaining paths, the
-#: caches' fill and the native stacks.
-GROWTH_EVIDENCE_SECONDS = 0.8
-#: Seconds the evidence at a failing footprint's peak may add to a run: one more call
-#: traced, one more under memray, each where its estimated cost (COST) fits what is left.
-FOOTPRINT_EVIDENCE_SECONDS = 1.0
+Kind = Literal["growth", "footprint"]
+#: Each kind of evidence's deadline, in seconds. ``growth``: what the whole growth evidence
+#: of a failure aims at (the counts of objects before and after the traced rerun, the rerun,
+#: the callers of library lines, the retaining paths, the caches' fill and the native
+#: stacks). ``footprint``: what the evidence at a failing footprint's peak may add to a run
+#: (one more call traced, one more under memray, each where its estimated cost, COST, fits
+#: what is left).
+EVIDENCE_SECONDS: dict[Kind, float] = {"growth": 0.8, "footprint": 1.0}
 
 GrowthStep = Literal["rerun", "rerun_least", "callers", "paths", "paths_least", "fill",
                      "native", "whole_listing", "path_from"]
 FootprintStep = Literal["tracing", "copies"]
 Step = GrowthStep | FootprintStep
-Kind = Literal["growth", "footprint"]
-#: Each step's share of its kind's deadline: a growth step's (GrowthStep) of
-#: GROWTH_EVIDENCE_SECONDS, a footprint step's (FootprintStep) of FOOTPRINT_EVIDENCE_SECONDS.
+#: Each step's share of its kind's deadline (EVIDENCE_SECONDS): a growth step's
+#: (GrowthStep) of the growth evidence's, a footprint step's (FootprintStep) of the
+#: footprint evidence's.
 #:
 #: The growth evidence: the traced rerun gets what the counts around it (paid twice, and
 #: growing with the heap) and the callers and paths leave, within ``rerun_least`` and
@@ -75,7 +76,7 @@ MOST_CALLS = 50
 
 def seconds(step: GrowthStep) -> float:
     """A growth evidence step's share of its deadline, in seconds."""
-    return SHARE[step] * GROWTH_EVIDENCE_SECONDS
+    return SHARE[step] * EVIDENCE_SECONDS["growth"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Deadline:
 
     @property
     def seconds(self) -> float:
-        return GROWTH_EVIDENCE_SECONDS if self.kind == "growth" else FOOTPRINT_EVIDENCE_SECONDS
+        return EVIDENCE_SECONDS[self.kind]
 
     @property
     def end(self) -> float:
