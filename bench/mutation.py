@@ -62,7 +62,7 @@ MUTANTS = (
            "high_rank = math.ceil((count + half_width) / 2.0) + 1",
            "high_rank = math.ceil((count + half_width) / 2.0)"),
     Mutant("whole-window", "only the second half is judged", "judge/fit.py",
-           "return max(n - n // 2, min(n, MIN_TAIL_SAMPLES))", "return n"),
+           "return max(n - n // 2, min(n, TAIL_BLOCKS))", "return n"),
     Mutant("pass-on-estimate", "a clear pass needs the upper bound within budget",
            "judge/verdict.py", "if t.upper <= limit + res / max(longest_tail, 1.0)",
            "if t.slope <= limit + res / max(longest_tail, 1.0)"),

@@ -29,23 +29,23 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_membudget.judge.explain import MOST_OF as MOST_OF  # measure/ reads it here too
 from pytest_membudget.probes.reading import MemoryReading
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of (a major kind) when it is at least this share of
 #: the rise.
 MAJOR_SHARE = 0.25
-#: A part over this share of a whole is most of it: its largest part, whatever the rest is
-#: made of. A highest reading that rose less than most of the rise it stands for (the
-#: kernel's high-water mark; a rerun's, the run's) missed the peak: it sat between two
-#: readings, inside a call that held the interpreter (a quadratic concatenation's last copy
-#: beside its source), or the rerun reused memory the run freed and the allocators kept;
-#: such a reading names no kind. Where it missed, tracemalloc's own high-water mark over
-#: one more call of the same work (exact, even inside one C call) names the peak Python's
-#: when it holds most of the measured rise. The census copies traces from most of the rise
-#: on (measure/footprint.py); the machine's guard stops a run whose rise holds most of what
-#: the machine lost (measure/watch.py).
-MOST_OF = 0.5
+# MOST_OF (judge/explain.py): a part of at least half a whole is most of it. A highest
+# reading that rose less than most of the rise it stands for (the kernel's high-water mark;
+# a rerun's, the run's) missed the peak: it sat between two readings, inside a call that
+# held the interpreter (a quadratic concatenation's last copy beside its source), or the
+# rerun reused memory the run freed and the allocators kept; such a reading names no kind.
+# Where it missed, tracemalloc's own high-water mark over one more call of the same work
+# (exact, even inside one C call) names the peak Python's when it holds most of the
+# measured rise. The census copies traces from most of the rise on (measure/footprint.py);
+# the machine's guard stops a run whose rise holds most of what the machine lost
+# (measure/watch.py).
 
 
 def _delta(peak: float, start: float) -> float:

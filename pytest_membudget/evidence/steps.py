@@ -9,39 +9,47 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-#: Seconds the whole growth evidence of a failure aims at: the counts of objects before and
-#: after the traced rerun, the rerun, the callers of library lines, the retaining paths, the
-#: caches' fill and the native stacks.
-GROWTH_EVIDENCE_SECONDS = 0.8
-#: Seconds the evidence at a failing footprint's peak may add to a run: one more call
-#: traced, one more under memray, each where its estimated cost (COST) fits what is left.
-FOOTPRINT_EVIDENCE_SECONDS = 1.0
+Kind = Literal["growth", "footprint"]
+#: Each kind of evidence's deadline, in seconds. ``growth``: what the whole growth evidence
+#: of a failure aims at (the counts of objects before and after the traced rerun, the rerun,
+#: the callers of library lines, the retaining paths, the caches' fill and the native
+#: stacks). ``footprint``: what the evidence at a failing footprint's peak may add to a run
+#: (one more call traced, one more under memray, each where its estimated cost, COST, fits
+#: what is left).
+EVIDENCE_SECONDS: dict[Kind, float] = {"growth": 0.8, "footprint": 1.0}
 
 GrowthStep = Literal["rerun", "rerun_least", "callers", "paths", "paths_least", "fill",
                      "native", "whole_listing", "path_from"]
 FootprintStep = Literal["tracing", "copies"]
 Step = GrowthStep | FootprintStep
-Kind = Literal["growth", "footprint"]
-#: Each step's share of GROWTH_EVIDENCE_SECONDS. The traced rerun gets what the counts
-#: around it (paid twice, and growing with the heap) and the callers and paths leave, within
-#: ``rerun_least`` and ``rerun``: tracing slows allocation-heavy loops several times over, so
-#: it stops on time as well as on count. The retaining paths keep ``paths`` of it, and get at
-#: least ``paths_least`` when the rest took longer than it should (a heap of millions of
-#: objects, a slow step): a few walks of the heap, enough for a short path. A count of
-#: objects whose listing of atoms took more than ``whole_listing`` lists the rerun's own
-#: containers the second time (evidence/census.py). The search from a probe's own objects
-#: (``path_from``: JAX's arrays, evidence/paths.py) comes before all of these, on a deadline
-#: of its own that begins where it does: it may take the whole and a quarter more.
+#: Each step's share of its kind's deadline (EVIDENCE_SECONDS): a growth step's
+#: (GrowthStep) of the growth evidence's, a footprint step's (FootprintStep) of the
+#: footprint evidence's.
+#:
+#: The growth evidence: the traced rerun gets what the counts around it (paid twice, and
+#: growing with the heap) and the callers and paths leave, within ``rerun_least`` and
+#: ``rerun``: tracing slows allocation-heavy loops several times over, so it stops on time
+#: as well as on count. The retaining paths keep ``paths`` of it, and get at least
+#: ``paths_least`` when the rest took longer than it should (a heap of millions of objects,
+#: a slow step): a few walks of the heap, enough for a short path. A count of objects whose
+#: listing of atoms took more than ``whole_listing`` lists the rerun's own containers the
+#: second time (evidence/census.py). The search from a probe's own objects (``path_from``:
+#: JAX's arrays, evidence/paths.py) comes before all of these, on a deadline of its own that
+#: begins where it does: it may take the whole and a quarter more.
+#:
+#: The footprint evidence: the traced call is made where its cost fits ``tracing`` of what
+#: is left, and its tracing is cut at that share of the deadline, leaving the rest to read
+#: what it copied; its census stops copying tracemalloc's traces (the workload waits
+#: meanwhile) once its copies took ``copies`` (evidence/peak.py).
 SHARE: dict[str, float] = {"rerun": 0.75, "rerun_least": 0.125, "callers": 0.3125,
                            "paths": 0.1875, "paths_least": 0.3125, "fill": 0.25,
-                           "native": 0.1875, "whole_listing": 0.3125, "path_from": 1.25}
-#: Each step's share of FOOTPRINT_EVIDENCE_SECONDS. The traced call is made where its cost
-#: fits ``tracing`` of what is left, and its tracing is cut at that share of the deadline,
-#: leaving the rest to read what it copied; its census stops copying tracemalloc's traces
-#: (the workload waits meanwhile) once its copies took ``copies`` (evidence/peak.py).
-FOOTPRINT_SHARE: dict[str, float] = {"tracing": 0.8, "copies": 0.3}
+                           "native": 0.1875, "whole_listing": 0.3125, "path_from": 1.25,
+                           "tracing": 0.8, "copies": 0.3}
+#: The steps of each kind of evidence.
+STEPS: dict[Kind, frozenset[str]] = {"growth": frozenset(get_args(GrowthStep)),
+                                     "footprint": frozenset(get_args(FootprintStep))}
 
 Cost = Literal["trace_block", "held_slowdown", "memray_slowdown", "memray_first",
                "memray_symbols", "memray_later"]
@@ -68,7 +76,7 @@ MOST_CALLS = 50
 
 def seconds(step: GrowthStep) -> float:
     """A growth evidence step's share of its deadline, in seconds."""
-    return SHARE[step] * GROWTH_EVIDENCE_SECONDS
+    return SHARE[step] * EVIDENCE_SECONDS["growth"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,7 @@ class Deadline:
 
     @property
     def seconds(self) -> float:
-        return GROWTH_EVIDENCE_SECONDS if self.kind == "growth" else FOOTPRINT_EVIDENCE_SECONDS
+        return EVIDENCE_SECONDS[self.kind]
 
     @property
     def end(self) -> float:
@@ -90,10 +98,9 @@ class Deadline:
 
     def share(self, step: Step) -> float:
         """A step's share of this deadline, as a fraction of it."""
-        shares = SHARE if self.kind == "growth" else FOOTPRINT_SHARE
-        if step not in shares:
+        if step not in STEPS[self.kind]:
             raise KeyError(f"{step!r} is no step of the {self.kind} evidence")
-        return shares[step]
+        return SHARE[step]
 
     def seconds_for(self, step: Step) -> float:
         """A step's share of this deadline, in seconds."""

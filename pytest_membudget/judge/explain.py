@@ -9,15 +9,17 @@ from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, Outcome, ProbeJudgement, Verdict
 from pytest_membudget.vocabulary import BudgetKind, ProbeKind
 
-#: A part explains a whole when it is at least this share of it: Python's bytes of a coarse
-#: slope (allocators round them up: pymalloc's arenas and pages, glibc's chunks), native
-#: bytes in use of what Python's leave unexplained.
-EXPLAINS_SHARE = 0.5
+#: A part of at least this share of a whole is most of it: its largest part, whatever the
+#: rest is made of. A part explains a whole when it is most of it: Python's bytes of a
+#: coarse slope (allocators round them up: pymalloc's arenas and pages, glibc's chunks),
+#: native bytes in use of what Python's leave unexplained. The evidence reads the same
+#: share of a footprint's rise (evidence/composition.py).
+MOST_OF = 0.5
 
 
 def explains(part: float, whole: float) -> bool:
-    """Whether ``part`` (bytes per call) explains ``whole``: at least EXPLAINS_SHARE of it."""
-    return part >= EXPLAINS_SHARE * whole
+    """Whether ``part`` (bytes per call) explains ``whole``: it is MOST_OF it."""
+    return part >= MOST_OF * whole
 
 
 def explained_by_failure(verdict: Verdict, slope: float) -> bool:

@@ -21,10 +21,9 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 
 #: Blocks in the judged tail. Six is the fewest for which a perfectly monotone rise is
-#: significant at 99 % one-sided; eight leaves room for one noisy block.
+#: significant at 99 % one-sided; eight leaves room for one noisy block. A slope is judged
+#: only on a tail of at least this many samples: one in each block at least.
 TAIL_BLOCKS = 8
-#: Fewest samples in the judged tail for a slope to be judged at all.
-MIN_TAIL_SAMPLES = 8
 
 
 @dataclass(frozen=True)
@@ -103,9 +102,9 @@ def window_growth(y: FloatArray, blocks: int = TAIL_BLOCKS) -> float:
 
 
 def tail_length(n: int) -> int:
-    """Samples in the judged tail of a window of ``n``: its second half, at least
-    MIN_TAIL_SAMPLES when there are that many."""
-    return max(n - n // 2, min(n, MIN_TAIL_SAMPLES))
+    """Samples in the judged tail of a window of ``n``: its second half, and at least one
+    sample for each of the TAIL_BLOCKS blocks when there are that many."""
+    return max(n - n // 2, min(n, TAIL_BLOCKS))
 
 
 def trend(x: FloatArray, y: FloatArray, confidence: float) -> Trend:
@@ -113,7 +112,7 @@ def trend(x: FloatArray, y: FloatArray, confidence: float) -> Trend:
     n = len(x)
     growth = window_growth(y)
     tail_len = tail_length(n)
-    if tail_len < MIN_TAIL_SAMPLES:
+    if tail_len < TAIL_BLOCKS:  # a block without a sample: nothing to judge
         slope = theil_sen(x, y) if n >= 2 else 0.0
         return Trend(slope, -math.inf, math.inf, slope, slope, 0, 0.0, growth, judged=False)
     tx, ty = x[n - tail_len :], y[n - tail_len :]

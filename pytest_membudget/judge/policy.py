@@ -31,10 +31,6 @@ SHORTEST_SECONDS = 6.0
 #: Fewest measured calls of any auto verdict: the judged tail (the second half) needs eight
 #: blocks of at least one sample each, and room for one noisy block.
 FEWEST_CALLS = 24
-#: Seconds of measured work after which a clean verdict stands (Reading.CLEAN: every budget
-#: passes and the exact counters beside RSS are flat beyond doubt): a clean heavy step is
-#: passed as soon as that is known. A step under about 4.7 ms reaches 640 calls first.
-CLEAN_SECONDS = 3.0
 #: The run length the pass rule assumes when no max_iterations caps an auto run: a slope
 #: passes clearly when even its upper bound would not add up to one resolution step over the
 #: second half of a run this long. Sample storage for this many iterations is allocated
@@ -46,6 +42,12 @@ CHECKPOINT_GROWTH = 1.5
 #: An auto run that fails at N iterations goes on to this many times N and must fail again
 #: there: the tail judged then (the second half) does not overlap the first one.
 CONFIRM_GROWTH = 2
+#: Seconds of measured work after which a clean verdict stands (Reading.CLEAN: every budget
+#: passes and the exact counters beside RSS are flat beyond doubt). A clean verdict needs no
+#: confirmation: a clean heavy step stands where it is first judged, at the shortest verdict
+#: in seconds over CONFIRM_GROWTH, the time a failure seen then needs to be confirmed by the
+#: shortest verdict (RunPolicy.first). A step under about 4.7 ms reaches 640 calls first.
+CLEAN_SECONDS = SHORTEST_SECONDS / CONFIRM_GROWTH
 class Reading(Enum):
     """What the verdict at a checkpoint says, as far as the length of the run goes."""
 
@@ -138,7 +140,8 @@ class RunPolicy:
             return Checkpoint(self.fixed)
         # A heavy step is first judged halfway to its shortest verdict in time, so that a
         # failure seen then is confirmed at twice its length by the time the verdict may stand.
-        return Checkpoint(self._capped(self.min_iterations), by=self.shortest_seconds / 2)
+        return Checkpoint(self._capped(self.min_iterations),
+                          by=self.shortest_seconds / CONFIRM_GROWTH)
 
     def stands(self, measured: int, elapsed: float) -> bool:
         """Whether an auto verdict may stand after ``measured`` calls in ``elapsed`` seconds:

@@ -114,7 +114,7 @@ def native_peak_of(pytester: pytest.Pytester, source: str
     # What memray shows, not what it costs: its first use in a process reads the symbols of
     # the native code loaded, past the evidence's second (the text then says so).
     pytester.makeconftest("import pytest_membudget.evidence.steps as steps\n"
-                          "steps.FOOTPRINT_EVIDENCE_SECONDS = 60.0\n")
+                          "steps.EVIDENCE_SECONDS['footprint'] = 60.0\n")
     report = pytester.path / "membudget.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
                                            f"--membudget-json={report}")

@@ -58,7 +58,7 @@ def test_evidence_rerun_stops_on_time(pytester: pytest.Pytester, recorded) -> No
 
         @pytest.fixture(autouse=True)
         def _short_evidence(monkeypatch):
-            monkeypatch.setattr(steps, "GROWTH_EVIDENCE_SECONDS", 0.2)
+            monkeypatch.setitem(steps.EVIDENCE_SECONDS, "growth", 0.2)
 
         def step():
             KEEP.append([])

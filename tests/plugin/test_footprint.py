@@ -37,7 +37,7 @@ import pytest_membudget.evidence.steps as steps
 
 @pytest.fixture(autouse=True)
 def _evidence_out_of_reach(monkeypatch):
-    monkeypatch.setattr(steps, "FOOTPRINT_EVIDENCE_SECONDS", 60.0)
+    monkeypatch.setitem(steps.EVIDENCE_SECONDS, "footprint", 60.0)
 """
 
 

@@ -15,14 +15,17 @@ from pytest_membudget.evidence.steps import Deadline
 
 def test_each_step_gets_its_share_of_its_kinds_deadline() -> None:
     growth, footprint = Deadline(10.0), Deadline(10.0, "footprint")
-    assert growth.seconds == steps.GROWTH_EVIDENCE_SECONDS
-    assert footprint.seconds == steps.FOOTPRINT_EVIDENCE_SECONDS
-    for step, share in steps.SHARE.items():
-        assert growth.seconds_for(step) == share * steps.GROWTH_EVIDENCE_SECONDS
-    for fstep, share in steps.FOOTPRINT_SHARE.items():
-        assert footprint.seconds_for(fstep) == share * steps.FOOTPRINT_EVIDENCE_SECONDS
-        assert footprint.until(fstep) == 10.0 + share * steps.FOOTPRINT_EVIDENCE_SECONDS
-    assert growth.end == 10.0 + steps.GROWTH_EVIDENCE_SECONDS
+    assert growth.seconds == steps.EVIDENCE_SECONDS["growth"]
+    assert footprint.seconds == steps.EVIDENCE_SECONDS["footprint"]
+    assert set(steps.SHARE) == steps.STEPS["growth"] | steps.STEPS["footprint"]
+    assert not steps.STEPS["growth"] & steps.STEPS["footprint"]
+    for step in steps.STEPS["growth"]:
+        assert growth.seconds_for(step) == steps.SHARE[step] * steps.EVIDENCE_SECONDS["growth"]
+    for fstep in steps.STEPS["footprint"]:
+        share = steps.SHARE[fstep]
+        assert footprint.seconds_for(fstep) == share * steps.EVIDENCE_SECONDS["footprint"]
+        assert footprint.until(fstep) == 10.0 + share * steps.EVIDENCE_SECONDS["footprint"]
+    assert growth.end == 10.0 + steps.EVIDENCE_SECONDS["growth"]
 
 
 def test_the_shares_keep_the_limits_the_steps_had() -> None:
@@ -35,8 +38,8 @@ def test_the_shares_keep_the_limits_the_steps_had() -> None:
 
 
 def test_a_share_follows_the_deadline_at_hand(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(steps, "FOOTPRINT_EVIDENCE_SECONDS", 60.0)
-    monkeypatch.setattr(steps, "GROWTH_EVIDENCE_SECONDS", 0.2)
+    monkeypatch.setitem(steps.EVIDENCE_SECONDS, "footprint", 60.0)
+    monkeypatch.setitem(steps.EVIDENCE_SECONDS, "growth", 0.2)
     assert Deadline(0.0, "footprint").seconds_for("copies") == pytest.approx(18.0)
     assert Deadline(0.0).seconds_for("path_from") == pytest.approx(0.25)
     assert steps.seconds("whole_listing") == pytest.approx(0.0625)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from pytest_membudget.evidence.composition import MemoryReading
-from pytest_membudget.evidence.steps import COST, FOOTPRINT_EVIDENCE_SECONDS, Deadline
+from pytest_membudget.evidence.steps import COST, EVIDENCE_SECONDS, Deadline
 from pytest_membudget.measure.footprint import traced_cost
 from pytest_membudget.measure.watch import WatchReport
 
@@ -26,14 +26,14 @@ def report(new_blocks: float, held: float = 0.0) -> WatchReport:
 def test_a_call_of_few_blocks_costs_its_own_time() -> None:
     cost = traced_cost(report(1_000), 0.6, DEADLINE)
     # A numpy or pandas call of 0.6 s is traced.
-    assert cost["seconds"] < FOOTPRINT_EVIDENCE_SECONDS
+    assert cost["seconds"] < EVIDENCE_SECONDS["footprint"]
     assert cost["call_seconds"] == 0.6 and cost["blocks"] == 1_000
 
 
 def test_a_peak_of_many_new_blocks_costs_more_than_the_evidence_has() -> None:
     cost = traced_cost(report(1_000_000), 0.3, DEADLINE)
     assert cost["seconds"] == round(0.3 + 1_000_000 * COST["trace_block"], 3)
-    assert cost["seconds"] > FOOTPRINT_EVIDENCE_SECONDS
+    assert cost["seconds"] > EVIDENCE_SECONDS["footprint"]
 
 
 def test_a_call_that_held_the_interpreter_throughout_costs_its_slowdown() -> None:
@@ -42,7 +42,7 @@ def test_a_call_that_held_the_interpreter_throughout_costs_its_slowdown() -> Non
     cost = traced_cost(report(10, held=0.3), 0.3, DEADLINE)
     assert cost["held"] == 0.3
     assert cost["seconds"] == round(0.3 * COST["held_slowdown"], 3)
-    assert cost["seconds"] > FOOTPRINT_EVIDENCE_SECONDS
+    assert cost["seconds"] > EVIDENCE_SECONDS["footprint"]
 
 
 def test_the_python_share_is_the_most_traced_near_the_highest_reading() -> None:
