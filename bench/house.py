@@ -52,7 +52,6 @@ FACTS = {
     "ENTRIES": "CPython's type cache size (MCACHE_SIZE_EXP)",
     "SMALL_REQUEST": "pymalloc's largest request",
     "SMALL_LIMIT": "torch's largest small-pool block (kSmallSize)",
-    "MOST_OF": "a part over half of a whole is most of it (its largest)",
     "LEAST_CALLS": "a rise between calls needs two calls to show",
 }
 
@@ -78,6 +77,15 @@ def _numeric(node: ast.expr) -> bool:
     if isinstance(node, ast.Dict):  # a table of numbers (each step's share, each kind's)
         return bool(node.values) and all(_numeric(v) for v in node.values)
     return False
+
+
+def _entries(node: ast.expr) -> int:
+    """How many numbers a constant holds: one, or a table's (a tuple's) entries."""
+    if isinstance(node, ast.Dict):
+        return sum(_entries(v) for v in node.values)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return sum(_entries(e) for e in node.elts)
+    return 1
 
 
 def _assigned(body: Iterable[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
@@ -204,7 +212,10 @@ def report(owned: list[str], files: bool) -> None:
           + (f" (in the files counted: {len(constants(mine))})" if owned else ""))
     print(f"  of which facts (no setting would change them): {len(facts)}: "
           + ", ".join(f"{c.name} ({FACTS[c.name]})" for c in facts))
-    print(f"  tuning constants: {len(consts) - len(facts)}")
+    tuning = [c for c in consts if c.name not in FACTS]
+    values = sum(_entries(ast.parse(c.value, mode="eval").body) for c in tuning)
+    print(f"  tuning constants: {len(tuning)} names, holding {values} numbers (a table's "
+          "entries counted one by one)")
     defined = Counter(c.name for c in consts)
     twice = sorted(name for name, count in defined.items() if count > 1)
     print(f"  names defined in more than one module: {twice or 'none'}")

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_membudget.judge.explain import MOST_OF as MOST_OF  # measure/ reads it here too
+from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.probes.reading import MemoryReading
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
@@ -84,9 +84,8 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     the run kept to its end), moved from the native heap to Python's as far as the Python
     share does not hold them already. ``least``: Python's share is at least this (what a
     traced call saw alive before its tracing was cut), as far as the native heap holds it.
-    ``at_peak``: ``traced`` is of the moment of the highest RSS (the traced rerun's bytes
-    there), which the reading at ``peak`` may have missed (read after the work let go of its
-    memory, the allocators keeping it resident).
+    ``at_peak``: ``traced`` is of the highest RSS's moment (the traced rerun's), which the
+    reading at ``peak`` may have missed (made after frees whose pages the allocators kept).
 
     The kinds add up to the resident rise: in-use memory (Python's, native) beyond what the
     new resident pages hold came from the allocators' free memory (``reused``) or is not

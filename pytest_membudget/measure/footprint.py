@@ -16,13 +16,13 @@ import numpy as np
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
-from pytest_membudget.evidence.composition import MOST_OF
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
 from pytest_membudget.evidence.records import SLIVER
 from pytest_membudget.evidence.steps import COST, Deadline
+from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_membudget.evidence.composition import MAJOR_SHARE, MOST_OF
+from pytest_membudget.evidence.composition import MAJOR_SHARE
 from pytest_membudget.evidence.records import SMALL_BYTES
 from pytest_membudget.frames import is_library, is_own
+from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
