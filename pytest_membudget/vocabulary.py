@@ -1,4 +1,5 @@
-"""The states that travel between modules, as enums that mypy checks.
+"""The states that travel between modules, as enums that mypy checks, and the one share
+every layer reads as most of a whole.
 
 Each is a ``str`` enum, so a member equals its value (``ProbeVerdict.PASS == "pass"``) and
 JSON writes the value; text for people is made from them at the edge (render/),
@@ -8,6 +9,14 @@ never here. Stdlib only: the plugin's entry point imports this module.
 from __future__ import annotations
 
 from enum import Enum
+
+#: A part of at least this share of a whole is most of it: its largest part, whatever the
+#: rest is made of. A part explains a whole when it is most of it (judge/explain.py): Python's
+#: bytes of a coarse slope (allocators round them up: pymalloc's arenas and pages, glibc's
+#: chunks), native bytes in use of what Python's leave unexplained; the evidence reads the
+#: same share of a footprint's rise (evidence/composition.py), and of whatever else it
+#: weighs as most of a whole.
+MOST_OF = 0.5
 
 
 class ProbeKind(str, Enum):

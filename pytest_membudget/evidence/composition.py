@@ -29,8 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.probes.reading import MemoryReading
+from pytest_membudget.vocabulary import MOST_OF
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of (a major kind) when it is at least this share of

@@ -7,14 +7,7 @@ from __future__ import annotations
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, Outcome, ProbeJudgement, Verdict
-from pytest_membudget.vocabulary import BudgetKind, ProbeKind
-
-#: A part of at least this share of a whole is most of it: its largest part, whatever the
-#: rest is made of. A part explains a whole when it is most of it: Python's bytes of a
-#: coarse slope (allocators round them up: pymalloc's arenas and pages, glibc's chunks),
-#: native bytes in use of what Python's leave unexplained. The evidence reads the same
-#: share of a footprint's rise (evidence/composition.py).
-MOST_OF = 0.5
+from pytest_membudget.vocabulary import MOST_OF, BudgetKind, ProbeKind
 
 
 def explains(part: float, whole: float) -> bool:

@@ -22,7 +22,6 @@ from pytest_membudget.evidence.native import start_seconds as native_start_secon
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
 from pytest_membudget.evidence.records import SLIVER
 from pytest_membudget.evidence.steps import COST, Deadline
-from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.samples import Measurement
@@ -34,7 +33,7 @@ from pytest_membudget.measure.watch import (
 )
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.probes.rss import release_free_memory
-from pytest_membudget.vocabulary import Status
+from pytest_membudget.vocabulary import MOST_OF, Status
 
 #: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400

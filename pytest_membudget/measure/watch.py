@@ -33,7 +33,6 @@ import numpy.typing as npt
 from pytest_membudget.evidence.composition import MAJOR_SHARE
 from pytest_membudget.evidence.records import SMALL_BYTES
 from pytest_membudget.frames import is_library, is_own
-from pytest_membudget.judge.explain import MOST_OF
 from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
@@ -49,6 +48,7 @@ from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.room import RoomReader
 from pytest_membudget.probes.rss import held_rss_reader
+from pytest_membudget.vocabulary import MOST_OF
 
 #: Seconds between readings.
 INTERVAL = 0.001
