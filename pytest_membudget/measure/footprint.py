@@ -238,10 +238,11 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     counter = PeakCensus(least=MOST_OF * max(seen.highest - seen.start.rss, 0.0),
                          deadline=deadline.until("tracing"),
                          copying=deadline.seconds_for("copies"))
-    watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
-    # It starts as the measured window did, glibc's free memory handed back: what the run
-    # freed and the allocators kept would otherwise serve the rerun without a rise.
+    # It starts as the measured window did, glibc's free memory handed back before its
+    # first reading: what the run freed and the allocators kept would otherwise serve the
+    # rerun without a rise.
     release_free_memory()
+    watch = PeakWatch(ticks=[counter.tick], machine=m.spec.run.ceiling.machine)
     watch.start()
     heap = m.probes.get("heap")
     try:
