@@ -147,8 +147,8 @@ NATIVE_WATCH = "rss"
 #: The run spread (ProbeInfo.run_spread) of the probes that count pages. Pages count what was
 #: touched, not what was allocated: a zeroed buffer from fresh memory is not resident until it
 #: is written, one from reused memory is, so a leak of zeroed buffers reads at a rate that
-#: depends on what the process freed before, in each run anew (bench/gating_noise.py
-#: measures how far: within this share of the baseline's bound).
+#: depends on what the process freed before, in each run anew: a new bound within this
+#: share of the baseline's is the same rate.
 PAGE_RUN_SPREAD = 0.5
 #: How far the pages a process holds may differ from the memory it allocates as a matter of
 #: course: memory it freed before, kept by its allocators, serves new allocations without a
