@@ -86,6 +86,11 @@ class ProbeInfo:
     #: Whether the probe needs an accelerator (a GPU, a TPU, an XPU): where none is, its
     #: budget is skipped with the reason, or failed under --membudget-require-cuda.
     needs_device: bool = False
+    #: Fewest iterations a sample of it spans where the window has room (measure/stride.py):
+    #: iter_cpu_time's sample is the cheapest of them (probes/timing.py), so that an
+    #: iteration of milliseconds is not sampled on its own, and a neighbour's context switch,
+    #: which only adds, is left out unless it hits every one.
+    least_stride: int = 1
     #: How far this probe's slope for unchanged code moves between runs beyond its bounds,
     #: as a share of the baseline's upper bound: the default tolerance of the comparison
     #: with a baseline (judge/tolerance.py).
@@ -312,7 +317,7 @@ PROBES: dict[str, ProbeInfo] = {
                   "CPU time of one iteration in the thread that runs the workload, the least "
                   "since the previous sample: the loop's own work, whatever other processes "
                   "take (not work done in other threads or processes, nor time spent "
-                  "waiting)", relative_resolution=0.10),
+                  "waiting)", relative_resolution=0.10, least_stride=4),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
         # to 512 bytes; the resolution is eight of them.
         *_device("cuda", "cuda.probe", (
