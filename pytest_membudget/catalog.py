@@ -86,6 +86,11 @@ class ProbeInfo:
     #: Whether the probe needs an accelerator (a GPU, a TPU, an XPU): where none is, its
     #: budget is skipped with the reason, or failed under --membudget-require-cuda.
     needs_device: bool = False
+    #: Fewest iterations a sample of it spans where the window has room (measure/stride.py):
+    #: iter_cpu_time's sample is the cheapest of them (probes/timing.py), so that an
+    #: iteration of milliseconds is not sampled on its own, and a neighbour's context switch,
+    #: which only adds, is left out unless it hits every one.
+    least_stride: int = 1
     #: How far this probe's slope for unchanged code moves between runs beyond its bounds,
     #: as a share of the baseline's upper bound: the default tolerance of the comparison
     #: with a baseline (judge/tolerance.py).
@@ -147,8 +152,8 @@ NATIVE_WATCH = "rss"
 #: The run spread (ProbeInfo.run_spread) of the probes that count pages. Pages count what was
 #: touched, not what was allocated: a zeroed buffer from fresh memory is not resident until it
 #: is written, one from reused memory is, so a leak of zeroed buffers reads at a rate that
-#: depends on what the process freed before, in each run anew (bench/gating_noise.py
-#: measures how far: within this share of the baseline's bound).
+#: depends on what the process freed before, in each run anew: a new bound within this
+#: share of the baseline's is the same rate.
 PAGE_RUN_SPREAD = 0.5
 #: How far the pages a process holds may differ from the memory it allocates as a matter of
 #: course: memory it freed before, kept by its allocators, serves new allocations without a
@@ -312,7 +317,7 @@ PROBES: dict[str, ProbeInfo] = {
                   "CPU time of one iteration in the thread that runs the workload, the least "
                   "since the previous sample: the loop's own work, whatever other processes "
                   "take (not work done in other threads or processes, nor time spent "
-                  "waiting)", relative_resolution=0.10),
+                  "waiting)", relative_resolution=0.10, least_stride=4),
         # CUDA caching allocator, per process (torch.cuda.memory_stats). Blocks are rounded
         # to 512 bytes; the resolution is eight of them.
         *_device("cuda", "cuda.probe", (

@@ -41,11 +41,10 @@ SCREEN_PROBES = tuple(sorted(RULES, key=lambda name: (PROBES[name].coarse,
 #: page rounding and no wandering free list, and the full verdict confirms it sooner.
 STEADY_PROBES = frozenset(name for name, rule in RULES.items()
                           if rule.every and not PROBES[name].coarse)
-#: Calls on which the full verdict confirms growth the screen saw on STEADY_PROBES (see
-#: sweep.driver.confirmation_policy): judged at 64, confirmed at 128.
-EXACT_SHORTEST = 128
-#: Seconds of measured work on which that confirmation stands for a slow test, whose 128
-#: calls would take longer: judged after half of it, confirmed at twice the calls.
+#: Seconds of measured work on which the full verdict confirms growth the screen saw on
+#: STEADY_PROBES for a slow test (see sweep.driver.confirmation_policy), whose confirmation
+#: in calls (at CONFIRM_GROWTH times min_iterations) would take longer: judged after half
+#: of it, confirmed at twice the calls.
 EXACT_SECONDS = 2.0
 
 

@@ -37,7 +37,7 @@ from pytest_membudget.measure.gcpolicy import GarbageCollection
 from pytest_membudget.measure.probeset import ProbeSet
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.samples import Measurement
-from pytest_membudget.measure.stride import CPU_LEAST_STRIDE, Stride
+from pytest_membudget.measure.stride import Stride
 from pytest_membudget.measure.watch import PeakWatch
 from pytest_membudget.probes import Probe
 from pytest_membudget.probes.timing import IterCpuTimeProbe
@@ -217,10 +217,9 @@ def _warm_up(m: Measurement, sample: Sample, policy: RunPolicy,
         cpu.value = sorted(cpu_times)[len(cpu_times) // 2] if cpu_times else 0.0
     iteration_cost = sorted(times)[len(times) // 2] if times else 0.0
     most = 1 if policy.every_call else Stride.most_for(policy.most_iterations, not policy.auto)
-    # Each sample of CPU time is the cheapest of at least CPU_LEAST_STRIDE iterations where
-    # the window has room: an iteration of milliseconds is otherwise sampled on its own, and
-    # a neighbour's context switch stays in its sample.
-    m.stride = Stride(iteration_cost, most, CPU_LEAST_STRIDE if cpu is not None else 1)
+    # A sample of CPU time spans its probe's least stride where the window has room.
+    least = PROBES[cpu.name].least_stride if cpu is not None else 1
+    m.stride = Stride(iteration_cost, most, least)
     return len(times), m.stride
 
 

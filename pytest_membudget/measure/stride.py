@@ -10,10 +10,6 @@ SAMPLING_OVERHEAD = 0.05
 AUTO_MIN_SAMPLES = 64
 #: Fewest samples a fixed run aims for.
 FIXED_MIN_SAMPLES = 32
-#: Fewest iterations a sample of iter_cpu_time spans where the window has room: each sample
-#: is the cheapest of them (probes/timing.py), so a neighbour's context switch, which only
-#: adds, is left out unless it hits every one.
-CPU_LEAST_STRIDE = 4
 
 
 class Stride:
@@ -28,7 +24,7 @@ class Stride:
         self.samples = 0
         self.body_total = 0.0
         #: The narrowest stride allowed (no wider than ``most``): a probe's own need
-        #: (CPU_LEAST_STRIDE), then the spacing of the window's samples once thinned.
+        #: (catalog ``least_stride``), then the spacing of the window's samples once thinned.
         self.least = self.every = max(1, min(least, most))
 
     def calibrate(self, sample_cost: float) -> None:

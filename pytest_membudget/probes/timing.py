@@ -33,9 +33,9 @@ class IterCpuTimeProbe(Probe):
     holds the loop's constant bookkeeping between iterations, which moves no slope."""
 
     name = "iter_cpu_time"
-    #: Thread CPU time is a system call (clock_gettime(CLOCK_THREAD_CPUTIME_ID), 0.6-0.8 us
-    #: measured in bench/clock_cost.py), ten times perf_counter's: read once per iteration
-    #: and once per sample, and only where this probe is budgeted.
+    #: Thread CPU time is a system call (clock_gettime(CLOCK_THREAD_CPUTIME_ID)), about ten
+    #: times perf_counter's cost: read once per iteration and once per sample, and only where
+    #: this probe is budgeted.
     clock = staticmethod(time.thread_time)
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:

@@ -34,10 +34,6 @@ def file_name(nodeid: str) -> str:
     return f"{readable[:120]}-{digest}.png"
 
 
-#: Fewest samples of the window a fitted slope is drawn on.
-MIN_FITTED = 4
-
-
 def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(float(value))
 
@@ -46,12 +42,15 @@ def _scale(probe: str, values: list[float]) -> tuple[float, str]:
     return unit_scale(probe, max((abs(v) for v in values), default=0.0))
 
 
-def _tail(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
-    """The judged tail as fit.trend takes it: the second half of the measured window."""
-    from pytest_membudget.judge.fit import tail_length
+def _tail(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]] | None:
+    """The judged tail as fit.trend takes it: the second half of the measured window; None
+    where the judge judged none (a block of the tail without a sample)."""
+    from pytest_membudget.judge.fit import TAIL_BLOCKS, tail_length
 
     n = len(xs)
     length = tail_length(n)
+    if length < TAIL_BLOCKS:
+        return None
     return xs[n - length:], ys[n - length:]
 
 
@@ -110,9 +109,10 @@ def _draw_fit(axes: Any, probe: str, data: ProbeRecord,
     """The fitted slope over the judged tail, its bounds and the slope budget."""
     slope, budgets = data.get("slope"), data.get("budgets", {})
     ci = data.get("ci") or [None, None]
-    if slope is None or len(window) < MIN_FITTED:
+    tail = _tail([x for x, _ in window], [y for _, y in window])
+    if slope is None or tail is None:
         return
-    tx, ty = _tail([x for x, _ in window], [y for _, y in window])
+    tx, ty = tail
     centre, level = _anchor(tx, ty, slope / scale)
     start = level + slope / scale * (tx[0] - centre)
     ends = [tx[0], tx[-1]]

@@ -13,10 +13,9 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pytest_membudget.judge.policy import RunPolicy
+from pytest_membudget.judge.policy import CONFIRM_GROWTH, RunPolicy
 from pytest_membudget.judge.screen import (
     EXACT_SECONDS,
-    EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_WARMUP,
     SLOW_CALL,
@@ -141,14 +140,16 @@ def full_spec(run: RunSettings, probes: Mapping[str, float], defaults: tuple[Bud
 def confirmation_policy(spec: BudgetSpec, flagged: Mapping[str, float]) -> RunPolicy:
     """How long the full verdict runs. Growth the screen saw on every call of an exact counter
     (``py_blocks``, ``malloc``: STEADY_PROBES), alone or beside coarser probes, is confirmed
-    on EXACT_SHORTEST calls, or EXACT_SECONDS of a slow test's work, instead of the shortest
+    at CONFIRM_GROWTH times the calls of its first judgement (min_iterations: 128 calls by
+    default), or after EXACT_SECONDS of a slow test's work, instead of the shortest
     verdict's 640 calls or 6 s, sampled after every call as the screen was: the sweep's
     repeats call the test with the same arguments, so a cache keyed by them is full after the
     first call, and a buffer that still fills after the screen must stop within about half of
     these calls (or seconds) to pass. Every flagged probe is judged on that run."""
     policy = RunPolicy.for_run(spec.run)
     if any(name in STEADY_PROBES for name in flagged):
-        return replace(policy, shortest=min(policy.shortest, EXACT_SHORTEST),
+        return replace(policy, shortest=min(policy.shortest,
+                                            CONFIRM_GROWTH * policy.min_iterations),
                        shortest_seconds=min(policy.shortest_seconds, EXACT_SECONDS),
                        every_call=True)
     return policy

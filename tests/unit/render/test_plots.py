@@ -94,3 +94,30 @@ def test_a_test_measured_in_phases_gets_its_phases_on_one_timeline(tmp_path: Pat
     assert plots.run_text(test) == "2 phases"
     assert plots.run_text({"iterations": 1, "warmup": 1, "probes": {"rss": {}}}) == (
         "1 measured call after 1 warm-up")
+
+
+class _Axes:
+    """Records the labels of the lines drawn."""
+
+    def __init__(self) -> None:
+        self.labels: list[str] = []
+
+    def plot(self, *args: object, label: str = "", **kwargs: object) -> None:
+        self.labels.append(label)
+
+    def fill_between(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def axhline(self, *args: object, label: str = "", **kwargs: object) -> None:
+        self.labels.append(label)
+
+
+@pytest.mark.parametrize(("samples", "drawn"), [(6, False), (16, True)])
+def test_the_judged_tail_s_line_is_drawn_only_where_the_judge_judged_a_tail(
+        samples: int, drawn: bool) -> None:
+    # A window of 6 samples has a tail of 3: a block without a sample, no tail judged.
+    window = [(float(i), 1e6 + 100.0 * i) for i in range(samples)]
+    axes = _Axes()
+    plots._draw_fit(axes, "rss", {"slope": 100.0, "ci": [50.0, 150.0], "budgets": {}},
+                    window, 1.0)
+    assert any("judged tail" in label for label in axes.labels) is drawn

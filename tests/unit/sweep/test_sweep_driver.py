@@ -10,10 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_membudget.judge.policy import MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS
+from pytest_membudget.judge.policy import CONFIRM_GROWTH, MIN_VERDICT_ITERATIONS, SHORTEST_SECONDS
 from pytest_membudget.judge.screen import (
     EXACT_SECONDS,
-    EXACT_SHORTEST,
     SCREEN_CALLS,
     SCREEN_WARMUP,
     SLOW_CALL,
@@ -204,14 +203,18 @@ def test_an_empty_body_reads_flat_from_the_first_call() -> None:
         "py_blocks": [0.0] * 12, "gc_objects": [0.0] * 12}
 
 
+#: A first judgement at the default min_iterations (64), confirmed at twice that.
+CONFIRMED_AT = CONFIRM_GROWTH * 64
+
+
 def test_steady_growth_of_an_exact_counter_is_confirmed_on_fewer_calls() -> None:
     spec = full_spec(default_run(), {"py_blocks": 3.0}, (), 10.0)
-    assert confirmation_policy(spec, {"py_blocks": 3.0}).shortest == EXACT_SHORTEST
+    assert confirmation_policy(spec, {"py_blocks": 3.0}).shortest == CONFIRMED_AT
     assert confirmation_policy(spec, {"py_blocks": 3.0, "malloc": 90.0}).shortest == (
-        EXACT_SHORTEST)
+        CONFIRMED_AT)
     # Beside a coarse probe too: every flagged probe is judged on the shorter run.
     beside = confirmation_policy(spec, {"py_blocks": 3.0, "rss": 4096.0})
-    assert (beside.shortest, beside.shortest_seconds) == (EXACT_SHORTEST, EXACT_SECONDS)
+    assert (beside.shortest, beside.shortest_seconds) == (CONFIRMED_AT, EXACT_SECONDS)
     # Without an exact counter, the shortest verdict of a marked test.
     coarse = confirmation_policy(spec, {"threads": 1.0, "rss": 4096.0})
     assert (coarse.shortest, coarse.shortest_seconds) == (
@@ -228,7 +231,7 @@ def seen_while_screened(kept: list[object]) -> None:
 
 @pytest.mark.parametrize(("keep", "most"), [
     # three blocks a call: plain at the first judgement
-    (lambda kept: kept.append([[]]), EXACT_SHORTEST),
+    (lambda kept: kept.append([[]]), CONFIRMED_AT),
     # one block a call: 64 of them need 128 calls. object(), not []: empty lists come from
     # the interpreter's free list first, which earlier tests in the process may have filled,
     # and a call served from it allocates no block (the screen then sees no growth).
