@@ -75,7 +75,8 @@ class Kinds:
 
 
 def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None = None,
-               large: float = 0.0, least: float = 0.0, at_peak: bool = False) -> Kinds:
+               large: float = 0.0, least: float = 0.0, at_peak: bool = False,
+               last_rise: bool = False) -> Kinds:
     """The rise from ``start`` to ``peak`` by kind. ``traced``: tracemalloc's rise at the
     peak, from a traced rerun of the same work where the readings were taken untraced
     (tracing changes what it measures: its own tables are as large as the objects of a heap
@@ -86,6 +87,8 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     traced call saw alive before its tracing was cut), as far as the native heap holds it.
     ``at_peak``: ``traced`` is of the highest RSS's moment (the traced rerun's), which the
     reading at ``peak`` may have missed (made after frees whose pages the allocators kept).
+    ``last_rise``: ``traced`` is tracemalloc's peak over a call that rose no more after it
+    (see :func:`_held_at`).
 
     The kinds add up to the resident rise: in-use memory (Python's, native) beyond what the
     new resident pages hold came from the allocators' free memory (``reused``) or is not
@@ -102,10 +105,7 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     python = small if traced is None else traced
     if (traced is not None and not at_peak and math.isfinite(small)
             and math.isfinite(malloc_rise)):
-        # Never more than the allocators had in use at this moment: tracemalloc's own peak
-        # over a call (its objects all alive, before most were freed) is not this moment's,
-        # whose freed memory the allocators keep.
-        python = min(python, max(small, 0.0) + max(malloc_rise, 0.0))
+        python = min(python, _held_at(start, peak, small + malloc_rise, traced, last_rise))
     # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
     # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
     in_malloc = 0.0 if traced is None else min(
@@ -136,6 +136,22 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     return Kinds(kinds, reused, untouched, pooled, pool_kept)
 
 
+def _held_at(start: MemoryReading, peak: MemoryReading, in_use: float, traced: float,
+             last_rise: bool) -> float:
+    """The most of tracemalloc's peak over a call (``traced``) that Python held at the
+    reading at ``peak``. Never more than the allocators had in use there: the peak, its
+    objects all alive, may come before that moment, whose freed memory the allocators keep
+    (a fragmented heap's objects, before the array that made its highest RSS). Where the
+    peak was the call's last rise (``last_rise``: its traced bytes rose no more after it,
+    nothing it made later could raise RSS) and the reading holds most of it as the
+    allocators' free memory, the reading came after its frees (a pool's workers let go at a
+    barrier before the watch could read): what they keep free was Python's at the peak."""
+    kept = (max(_delta(peak.malloc_free, start.malloc_free), 0.0)
+            + max(_delta(peak.pymalloc_free, start.pymalloc_free), 0.0))
+    held = max(in_use, 0.0)
+    return held + kept if last_rise and kept >= MOST_OF * traced else held
+
+
 def _within(python: float, native: float, room: float, reusable: float
             ) -> tuple[float, float, float, float]:
     """Python's and the native heap's shares within ``room`` (what the resident rise leaves
@@ -153,18 +169,18 @@ def composition(start: MemoryReading, peak: MemoryReading,
                 traced: float | None = None, large: float = 0.0,
                 measured: float | None = None,
                 traced_peak: float | None = None, least: float = 0.0,
-                at_peak: bool = False) -> dict[str, Any]:
+                at_peak: bool = False, last_rise: bool = False) -> dict[str, Any]:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
-    ``traced``, ``large``, ``least``, ``at_peak``: as for :func:`rise_kinds`. ``measured``:
-    the rise the kernel's high-water mark measured; where the reading rose less than MOST_OF
-    it, the reading missed the peak: ``missed`` holds the measured rise, and no kind is dominant or
-    major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's peak over one more
-    call of the same work, above its start) holds more than MOST_OF the
+    ``traced``, ``large``, ``least``, ``at_peak``, ``last_rise``: as for :func:`rise_kinds`.
+    ``measured``: the rise the kernel's high-water mark measured; where the reading rose less
+    than MOST_OF it, the reading missed the peak: ``missed`` holds the measured rise, and no
+    kind is dominant or major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's
+    peak over one more call of the same work, above its start) holds more than MOST_OF the
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
-    split = rise_kinds(start, peak, traced, large, least, at_peak)
+    split = rise_kinds(start, peak, traced, large, least, at_peak, last_rise)
     kinds = split.kinds
     rise = peak.rss - start.rss
     missed = measured is not None and measured > 0 and rise < MOST_OF * measured

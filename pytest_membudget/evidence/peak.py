@@ -298,7 +298,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
     # far as the Python share (pymalloc's blocks, or tracemalloc's figure) does not hold them.
     found = composition(start, peak, traced, large=retained_large, measured=measured,
                         traced_peak=traced_peak, least=least,
-                        at_peak=traced is not None and traced_at_peak is not None)
+                        at_peak=traced is not None and traced_at_peak is not None,
+                        last_rise=bool(census and census.get("last_rise")))
     # The call's end is read untraced, whatever the peak's evidence traced: its large objects
     # are Python's (their memory is glibc's, which the reading alone counts as native heap).
     after = composition(start, end, None, large=retained_large)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
@@ -261,7 +262,20 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     rerun_rise = rerun.highest - rerun.start.rss
     if math.isfinite(rerun.peak.traced) and rerun_rise >= MOST_OF * rise:
         return census, traced_near_highest(rerun)
+    census["last_rise"] = last_rise(rerun.timeline,
+                                    max(LEAST_COMPOSITION_STEP, COMPOSITION_SHARE * rise))
     return census, None
+
+
+def last_rise(rows: npt.NDArray[np.float64], step: float) -> bool:
+    """Whether the most tracemalloc held in a traced watch's timeline (rows of seconds, RSS,
+    traced bytes) was the call's last rise: after it, its bytes never rose again by
+    ``step`` above their lowest since."""
+    traced = rows[:, 2][np.isfinite(rows[:, 2])]
+    if not traced.size:
+        return False
+    after = traced[int(np.argmax(traced)):]
+    return bool((after - np.minimum.accumulate(after)).max() < step)
 
 
 def traced_near_highest(seen: WatchReport) -> float:

@@ -133,3 +133,19 @@ def test_python_held_at_the_highest_rss_stands_where_the_reading_came_after_its_
     assert found["dominant"] == "python"
     assert round(found["kinds"]["python"] / MIB) == 150
     assert sum(found["kinds"].values()) <= 150 * MIB + 1
+
+
+def test_a_call_s_last_python_peak_stands_where_the_reading_keeps_it_free() -> None:
+    # The traced call rose no more after its peak of 150 MiB, and the reading at the highest
+    # RSS holds 150 MiB more free memory than the start: it came after the frees.
+    after_frees = at_peak(rss=150, anon=150, malloc_free=150)
+    kinds = kinds_of(START, after_frees, traced=150 * MIB, last_rise=True)
+    assert max(kinds, key=kinds.__getitem__) == "python"
+    assert sum(kinds.values()) <= 150 * MIB + 1
+    # Where the call rose on after its Python peak, that free memory is the allocators'.
+    kinds = kinds_of(START, after_frees, traced=150 * MIB, last_rise=False)
+    assert max(kinds, key=kinds.__getitem__) == "allocator_free"
+    # And where the reading holds little of it free, the reading's in-use bounds it.
+    partly = at_peak(rss=150, anon=150, malloc_free=40, malloc_used=110)
+    kinds = kinds_of(START, partly, traced=150 * MIB, last_rise=True)
+    assert round(kinds["python"] / MIB) <= 110

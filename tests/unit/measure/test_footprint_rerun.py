@@ -68,3 +68,22 @@ def test_the_python_share_is_the_most_traced_near_the_highest_reading() -> None:
     # highest hold what was alive then, not the earlier peak of traced bytes.
     fragmented = seen([(0.0, 0, 0), (0.05, 133, 125), (0.06, 133, 31), (0.07, 149, 47)], 47)
     assert traced_near_highest(fragmented) == 47 * mib
+
+
+def test_a_python_peak_is_the_call_s_last_rise_where_nothing_traced_rose_after_it() -> None:
+    import numpy as np
+
+    from pytest_membudget.measure.footprint import last_rise
+
+    mib = 1024.0 * 1024.0
+
+    def rows(traced: list[float]) -> np.ndarray:
+        return np.array([(i * 0.01, 0.0, t * mib) for i, t in enumerate(traced)])
+
+    # A pool's workers fill and let go: after the most, the traced bytes only fall.
+    assert last_rise(rows([0, 16, 32, 48, 64, 0, 0]), 4 * mib)
+    # A heap that freed three quarters of its objects, then made a 16 MiB array.
+    assert not last_rise(rows([0, 60, 125, 31, 47]), 7 * mib)
+    # Noise under a step after the most is no rise.
+    assert last_rise(rows([0, 125, 31, 33]), 7 * mib)
+    assert not last_rise(np.zeros((0, 3)), 7 * mib)
