@@ -36,7 +36,7 @@ KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of (a major kind) when it is at least this share of
 #: the rise.
 MAJOR_SHARE = 0.25
-# MOST_OF (judge/explain.py): a part of at least half a whole is most of it. A highest
+# MOST_OF (vocabulary.py): a part of at least half a whole is most of it. A highest
 # reading that rose less than most of the rise it stands for (the kernel's high-water mark;
 # a rerun's, the run's) missed the peak: it sat between two readings, inside a call that
 # held the interpreter (a quadratic concatenation's last copy beside its source), or the
@@ -105,7 +105,7 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     python = small if traced is None else traced
     if (traced is not None and not at_peak and math.isfinite(small)
             and math.isfinite(malloc_rise)):
-        python = min(python, _held_at(start, peak, small + malloc_rise, traced, last_rise))
+        python = min(python, _held_at(start, peak, small, malloc_rise, traced, last_rise))
     # tracemalloc's bytes beyond pymalloc's blocks were malloc'd (large objects, arrays);
     # while it traces, pymalloc's figures cannot be read, and malloc's rise goes to it first.
     in_malloc = 0.0 if traced is None else min(
@@ -136,10 +136,11 @@ def rise_kinds(start: MemoryReading, peak: MemoryReading, traced: float | None =
     return Kinds(kinds, reused, untouched, pooled, pool_kept)
 
 
-def _held_at(start: MemoryReading, peak: MemoryReading, in_use: float, traced: float,
-             last_rise: bool) -> float:
+def _held_at(start: MemoryReading, peak: MemoryReading, small: float, malloc_rise: float,
+             traced: float, last_rise: bool) -> float:
     """The most of tracemalloc's peak over a call (``traced``) that Python held at the
-    reading at ``peak``. Never more than the allocators had in use there: the peak, its
+    reading at ``peak``. Never more than the allocators had in use there (pymalloc's
+    ``small`` and glibc's ``malloc_rise``, each as far as it rose): the peak, its
     objects all alive, may come before that moment, whose freed memory the allocators keep
     (a fragmented heap's objects, before the array that made its highest RSS). Where the
     peak was the call's last rise (``last_rise``: its traced bytes rose no more after it,
@@ -148,8 +149,8 @@ def _held_at(start: MemoryReading, peak: MemoryReading, in_use: float, traced: f
     barrier before the watch could read): what they keep free was Python's at the peak."""
     kept = (max(_delta(peak.malloc_free, start.malloc_free), 0.0)
             + max(_delta(peak.pymalloc_free, start.pymalloc_free), 0.0))
-    held = max(in_use, 0.0)
-    return held + kept if last_rise and kept >= MOST_OF * traced else held
+    in_use = max(small, 0.0) + max(malloc_rise, 0.0)
+    return in_use + kept if last_rise and kept >= MOST_OF * traced else in_use
 
 
 def _within(python: float, native: float, room: float, reusable: float
