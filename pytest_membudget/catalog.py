@@ -161,7 +161,9 @@ PAGE_RUN_SPREAD = 0.5
 #: much can read as none over a whole window in one run and at its rate in the next (the run
 #: floor, ProbeInfo.run_floor, of the probes that count pages), and memory reused or left
 #: untouched is worth a line of a footprint's evidence only from this much on
-#: (render/footprint.py).
+#: (render/footprint.py). The plugin's own work (a capture, a sample, a judgement between two
+#: calls) moves the pages by less: a move past it while the plugin worked is the workload's
+#: (probes/memory.py retakes such a capture; measure/lines.py gives such a rise to the call).
 PAGE_SLACK = 1024.0 * 1024.0
 
 B, COUNT, SECONDS = ProbeKind.BYTES, ProbeKind.COUNT, ProbeKind.SECONDS

@@ -15,6 +15,7 @@ from itertools import compress, filterfalse, islice, repeat
 from operator import is_
 from typing import Any
 
+from pytest_membudget.evidence.records import SMALL_BYTES
 from pytest_membudget.evidence.steps import seconds
 
 _NUMBERS = (int, float, bool, type(None))
@@ -94,7 +95,7 @@ class Atoms:
 @dataclass
 class Large:
     """The large data objects of a heap (see large_object_bytes): their bytes, and the
-    ids and bytes of those of BIG bytes or more, by which a later count tells the objects
+    ids and bytes of those of SMALL_BYTES or more, by which a later count tells the objects
     a call made from those that were there before it (a result replaced by the next one's
     is as large, and new)."""
 
@@ -106,8 +107,6 @@ class Large:
         return sum(size for key, size in self.big.items() if key not in before.big)
 
 
-#: The size from which a data object is told apart by its identity (Large.big).
-BIG = 64 * 1024
 
 
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
@@ -188,20 +187,20 @@ def large_object_bytes(objects: list[object]) -> int:
 
 
 def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
-    """The data objects of BIG bytes or more among ``atoms`` (numpy arrays that own their
+    """The data objects of SMALL_BYTES or more among ``atoms`` (numpy arrays that own their
     data, bytes and strings, pyarrow's tables and arrays) and ``tracked`` (torch's tensors,
     by their storage), by id: their bytes. Libraries never imported are not asked."""
     found: dict[int, int] = {}
     types = list(map(type, atoms))
     for obj in compress(atoms, map(_TEXTS.__contains__, types)):
         size = sys.getsizeof(obj)
-        if size >= BIG:
+        if size >= SMALL_BYTES:
             found[id(obj)] = size
     np = sys.modules.get("numpy")
     if np is not None:
         array: Any
         for array in compress(atoms, map(is_, types, repeat(np.ndarray))):
-            if array.base is None and array.nbytes >= BIG:
+            if array.base is None and array.nbytes >= SMALL_BYTES:
                 found[id(array)] = int(array.nbytes)
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:
@@ -211,7 +210,7 @@ def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
         for obj in atoms:
             if isinstance(obj, kinds):
                 size = int(obj.get_total_buffer_size())
-                if size >= BIG:
+                if size >= SMALL_BYTES:
                     found[id(obj)] = size
     tensor_type = getattr(sys.modules.get("torch"), "Tensor", None)
     if isinstance(tensor_type, type) and hasattr(tensor_type, "untyped_storage"):
@@ -220,7 +219,7 @@ def big_objects(atoms: list[object], tracked: list[object]) -> dict[int, int]:
         for tensor in compress(tracked, map(is_, map(type, tracked), repeat(tensor_type))):
             storage = tensor.untyped_storage()
             size, pointer = int(storage.nbytes()), int(storage.data_ptr())
-            if size >= BIG and pointer not in storages:
+            if size >= SMALL_BYTES and pointer not in storages:
                 storages.add(pointer)
                 found[id(tensor)] = size
     return found
@@ -241,7 +240,7 @@ def young_bytes(exclude: Sequence[object] = ()) -> int:
     # The small atoms they hold (an element's text, a record's strings): untracked, so no
     # list of the collector's shows them; the big ones are Large's.
     atoms, _ = _untracked(_holders(young))
-    sizes += [size for size in map(sys.getsizeof, atoms.values()) if size < BIG]
+    sizes += [size for size in map(sys.getsizeof, atoms.values()) if size < SMALL_BYTES]
     # As the allocators hold them: pymalloc serves small requests in blocks of 16 bytes.
     return sum(-(-size // 16) * 16 if size <= SMALL_REQUEST else size for size in sizes)
 

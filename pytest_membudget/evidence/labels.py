@@ -13,8 +13,9 @@ from pytest_membudget.evidence.caches import is_lru_cache
 from pytest_membudget.evidence.records import RootInfo
 from pytest_membudget.vocabulary import RootKind
 
-#: Longest key shown in a step; a longer repr is cut.
-KEY_WIDTH = 40
+#: Longest name quoted in a line of the evidence (a key in a retaining path's step, a command
+#: in a process table); a longer one is cut.
+NAME_WIDTH = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +94,9 @@ def _key_of(mapping: Any, value: object) -> str | None:
     return None
 
 
-def _short(key: object) -> str:
-    text = repr(key)
-    return text if len(text) <= KEY_WIDTH else text[: KEY_WIDTH - 3] + "..."
+def clip(text: str) -> str:
+    """``text``, cut to NAME_WIDTH characters (ending in ``...``) where it is longer."""
+    return text if len(text) <= NAME_WIDTH else text[: NAME_WIDTH - 3] + "..."
 
 
 def label(above: object, obj: object) -> str:
@@ -122,7 +123,7 @@ def _dict_label(above: dict[Any, Any], obj: object) -> str:
     try:
         for key, value in list(above.items()):
             if value is obj:
-                return f"[{_short(key)}]"
+                return f"[{clip(repr(key))}]"
             if key is obj:
                 return "(key)"
     except Exception:  # changed while read (another thread): no name

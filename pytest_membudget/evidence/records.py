@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 #: own lists are probes/records.TOP long.
 FEW = 3
 #: A line or a kind of memory too small to name: under this share of the rise (or the peak)
-#: it is part of, and under SMALL_BYTES; such parts are summed up with the rest.
+#: it is part of, and under SMALL_BYTES; such parts are summed up with the rest. A data object
+#: under SMALL_BYTES is counted with the rest, not told apart by its identity (census.Large).
 SMALL_SHARE = 0.01
 SMALL_BYTES = 64 * 1024
 #: A share of a whole that is as good as none of it (and all but it, as good as all): what a

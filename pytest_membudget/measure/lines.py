@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from pytest_membudget.catalog import PAGE_SLACK
 from pytest_membudget.evidence.records import FEW
 from pytest_membudget.frames import is_own, source_line
 from pytest_membudget.measure.stacks import Where
-from pytest_membudget.probes.memory import OWN_MOVE
 
 #: Where a rise is seen: the frames of the line at work (see frames_of) and, where that line
 #: is another thread's the measured thread waited for, the measured thread's waiting line.
@@ -71,10 +71,10 @@ class Lines:
         if inner is None:
             return  # the thread's stack could not be read: no line to name
         if is_own(inner[0]):
-            if threads or user is None or amount < OWN_MOVE:
+            if threads or user is None or amount < PAGE_SLACK:
                 return  # the plugin's own work between calls (a sample), not the workload's
             # A rise read in this plugin's code, between calls, is the workload's from
-            # OWN_MOVE on (the plugin's own work touches far less): the call's that just
+            # PAGE_SLACK on (the plugin's own work touches far less): the call's that just
             # returned, C code that held the GIL from its start to its end (one json.loads),
             # first read here. It goes to the user's line that made the call.
             inner = user

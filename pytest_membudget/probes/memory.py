@@ -17,6 +17,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pytest_membudget.catalog import PAGE_SLACK
 from pytest_membudget.probes.allocators import Pool, pools
 from pytest_membudget.probes.malloc import mallinfo2
 from pytest_membudget.probes.procfs import HeldReader, ProcFile, has_procfs, libc_function
@@ -38,13 +39,9 @@ def parse_status(raw: bytes) -> dict[str, float]:
     return found
 
 
-#: The most this plugin's own work moves the resident memory (a capture, a sample, a
-#: judgement between two calls touch far less): a move over it, while the plugin worked, is
-#: someone else's. A capture is made again where the resident memory moved by more while it
-#: was read (C code that let go of the GIL freed or touched memory meanwhile), at most
-#: CAPTURE_TRIES times in all; a rise read between calls is the workload's from it on
-#: (measure/lines.py).
-OWN_MOVE = 1 << 20
+#: A capture is made again where the resident memory moved by more than the plugin's own
+#: work moves it (catalog.PAGE_SLACK) while it was read (C code that let go of the GIL freed
+#: or touched memory meanwhile), at most CAPTURE_TRIES times in all.
 CAPTURE_TRIES = 3
 _PYMALLOC_USED = re.compile(rb"# bytes in allocated blocks\s*=\s*([\d,]+)")
 _PYMALLOC_TOTAL = re.compile(rb"\nTotal\s*=\s*([\d,]+)")
@@ -187,7 +184,7 @@ class MemoryReader:
         glibc's figures after it read the freed memory as some other kind (48 MiB that a
         compiled call malloc'd and freed read as "other anonymous memory", 1 run in 5 under
         load). So the status is read again after the figures; where the resident memory moved
-        by more than OWN_MOVE meanwhile, the capture is made again (up to
+        by more than PAGE_SLACK meanwhile, the capture is made again (up to
         CAPTURE_TRIES times; the last one stands)."""
         taken = self._capture_once()
         for _ in range(CAPTURE_TRIES - 1):
@@ -198,11 +195,11 @@ class MemoryReader:
 
     def _steady(self, status: bytes) -> bool:
         """Whether the resident memory is where ``status`` read it, within
-        OWN_MOVE."""
+        PAGE_SLACK."""
         assert self._status is not None
         before = parse_status(status).get("rss", NAN)
         after = parse_status(self._status.read(8192)).get("rss", NAN)
-        return not abs(after - before) > OWN_MOVE
+        return not abs(after - before) > PAGE_SLACK
 
     def _capture_once(self) -> Capture:
         taken = Capture()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, cast
 
+from pytest_membudget.evidence.labels import clip
 from pytest_membudget.evidence.records import (
     SLIVER,
     AtomsListed,
@@ -167,8 +168,6 @@ def cuda_pool_lines(result: MembudgetResult) -> list[str]:
     return ["", *("  " + line for line in table(rows, header))]
 
 
-#: Widest command line shown in a process table.
-COMMAND_WIDTH = 60
 PROCESS_HEADER = ("pid", "process", "first -> last", "slope", "")
 _PROCESS_FIGURES = {"uss": "USS", "pss": "PSS"}
 
@@ -210,8 +209,7 @@ def _process_row(probe: str, row: ProcessRow) -> tuple[str, ...]:
         name += " (forked from the test's process)"
     elif command and command != name:
         name = f"{name}: {command}"
-    if len(name) > COMMAND_WIDTH:
-        name = name[: COMMAND_WIDTH - 3] + "..."
+    name = clip(name)
     change = "-"
     if row.get("first") is not None:
         change = f"{fmt(probe, row['first'])} -> {fmt(probe, row['last'])}"

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import CacheInfo
+from pytest_membudget.judge.policy import CONFIRM_GROWTH, SHORTEST_SECONDS
 from pytest_membudget.measure.records import (
     NoteRecord,
     PhaseRecord,
@@ -18,6 +19,7 @@ from pytest_membudget.render.units import (
     bounds_text,
     budget_text,
     fmt,
+    round_up,
     slope_text,
     stopped_text,
     table,
@@ -143,10 +145,6 @@ def _settle_ways(entry: UnsettledRecord, data: ResultRecord) -> list[str]:
     return ways
 
 
-#: Seconds a suggested max_seconds is rounded up to.
-SUGGESTED_STEP = 10.0
-
-
 def cache_text(cache: CacheInfo) -> str:
     """``pkg.text_metrics (functools.lru_cache): 1616 of 4096 entries, +8/call, full in
     about 310 calls``."""
@@ -159,10 +157,6 @@ def cache_text(cache: CacheInfo) -> str:
     return text
 
 
-#: Calls a suggested warm-up is rounded up to.
-WARMUP_STEP = 50
-
-
 def _fill_way(data: ResultRecord) -> str:
     """A warm-up that lets the bounded caches that hold the growth fill before the window
     opens (the calls run so far and those the caches still need), and the time it takes at
@@ -172,11 +166,12 @@ def _fill_way(data: ResultRecord) -> str:
     measured, warmup = int(data.get("iterations", 0)), int(data.get("warmup", 0))
     ran = measured + warmup
     pace = float(data.get("seconds", 0.0)) / max(ran, 1)
-    needed = WARMUP_STEP * -(-(ran + calls) // WARMUP_STEP)
-    seconds = SUGGESTED_STEP * -(-(2 * pace * (needed + measured)) // SUGGESTED_STEP)
+    needed = int(round_up(max(ran + calls, 1)))
+    # No shorter than a heavy step's verdict may take: its shortest, confirmed.
+    seconds = round_up(max(2 * pace * (needed + measured), SHORTEST_SECONDS * CONFIRM_GROWTH))
     return ("a warm-up that lets the bounded cache holding the growth fill ("
             + "; ".join(cache_text(c) for c in caches)
-            + f"): warmup={needed}, with max_seconds={max(seconds, SUGGESTED_STEP):g} or more")
+            + f"): warmup={needed}, with max_seconds={seconds:g} or more")
 
 
 def inconclusive_lines(nodeid: str, data: ResultRecord) -> list[str]:

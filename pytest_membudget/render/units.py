@@ -88,6 +88,14 @@ def budget_text(probe: str, budgets: Mapping[str, float | None]) -> str:
     return ", ".join(shown) or "-"
 
 
+def round_up(value: float) -> float:
+    """``value`` (> 0) rounded up at its second significant digit (236 -> 240, 4.71 -> 4.8,
+    495 -> 500): what a suggested setting says, a choice rather than a measurement, and no
+    less than it needs."""
+    places = 1 - math.floor(math.log10(value))
+    return round(math.ceil(round(value * 10.0 ** places, 9)) / 10.0 ** places, max(places, 0))
+
+
 def short_path(path: str) -> str:
     """A file as a person reads it: a library's by its package path
     (``numpy/_core/numeric.py``), the user's relative to the working directory where it is

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from pytest_membudget.render.units import fmt, sparkline, table
+from pytest_membudget.evidence.labels import NAME_WIDTH, clip
+from pytest_membudget.render.units import fmt, round_up, sparkline, table
 
 
 def test_fmt_units() -> None:
@@ -29,3 +30,17 @@ def test_sparkline_shape() -> None:
 def test_table_aligns() -> None:
     lines = table([("a", "bb")], header=("x", "y"))
     assert lines == ["x  y", "a  bb"]  # no trailing blanks
+
+
+def test_round_up_keeps_two_significant_digits_and_never_goes_below() -> None:
+    for value, expected in [(236, 240), (495, 500), (4.71, 4.8), (6, 6), (1234, 1300),
+                            (0.0123, 0.013), (100, 100)]:
+        assert round_up(value) == expected
+        assert round_up(value) >= value
+
+
+def test_clip_cuts_a_long_name_to_the_width() -> None:
+    assert clip("python -m worker") == "python -m worker"
+    long = "python -m worker " + "--flag " * 20
+    assert len(clip(long)) == NAME_WIDTH and clip(long).endswith("...")
+    assert clip(long).startswith("python -m worker")
