@@ -5,8 +5,10 @@ lists of probe names outside the catalog, and the longest modules and functions.
     python bench/house.py [--files] [--owned FILE...]
 
 Figures, not assertions: tests/unit/test_house.py holds the limits that are rules (module and
-function length); this script counts what is brought down over time. ``--owned`` counts only
-the given files (paths under pytest_membudget/) beside the whole package.
+function length, the number of tuning constants, the evidence's deadlines, probe lists outside
+the catalog) and counts with this script's functions; this script prints the figures and names
+each constant. ``--owned`` counts only the given files (paths under pytest_membudget/) beside
+the whole package.
 """
 
 from __future__ import annotations
