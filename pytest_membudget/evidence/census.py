@@ -107,8 +107,6 @@ class Large:
         return sum(size for key, size in self.big.items() if key not in before.big)
 
 
-
-
 def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
                 fresh: list[object] | None = None,
                 large: Large | None = None) -> Counter[str]:
