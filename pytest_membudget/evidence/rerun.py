@@ -22,6 +22,7 @@ from pytest_membudget.evidence.caches import fill_rates, still_filling
 from pytest_membudget.evidence.census import (
     Atoms,
     fd_targets,
+    own_objects,
     thread_target,
     type_counts,
     type_name,
@@ -96,11 +97,10 @@ class _Before:
         self.deadline = Deadline(self.started)
 
     def own(self) -> list[object]:
-        """The evidence's own records, the one list every count of what the rerun made
-        leaves out (measure/own.py): this state and its tables, the census's bookkeeping,
-        and the records of the growing lines (the list, each site's dict, and the caller
-        found for a library line: a ``(file, line)`` tuple the collector still tracks, once
-        read as a growing ``tuple`` held by the site)."""
+        """The evidence's own records (census.own_objects): this state and its tables, the
+        census's bookkeeping, and the records of the growing lines (the list, each site's
+        dict, and the caller found for a library line: a ``(file, line)`` tuple the
+        collector still tracks, once read as a growing ``tuple`` held by the site)."""
         records: list[object] = [self, self.types, self.threads, self.fds, *self.atoms.own(),
                                  self.fresh, self.paths, self.caches, self.traced, self.sites,
                                  self.deadline]
@@ -108,7 +108,7 @@ class _Before:
             records.append(site)
             if site.get("via") is not None:
                 records.append(site["via"])
-        return records
+        return own_objects(records)
 
 
 def collect(
@@ -128,8 +128,8 @@ def collect(
     # Counting objects allocates; it runs outside tracing so that it is fast and unseen.
     collect_quietly()
     atoms = Atoms()
-    state = _Before(started, memory, tasks, type_counts(atoms=atoms) if memory else Counter(),
-                    atoms)
+    before = type_counts(exclude=own_objects(()), atoms=atoms) if memory else Counter()
+    state = _Before(started, memory, tasks, before, atoms)
     # Everything alive now is out of the collector's reach until the counting after the
     # rerun: the collection after it then walks only what the rerun made.
     # Not over a freeze the session made itself: unfreezing would undo it.

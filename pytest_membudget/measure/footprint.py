@@ -4,7 +4,6 @@ holds)."""
 
 from __future__ import annotations
 
-import linecache
 import math
 import time
 from collections import Counter
@@ -16,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.catalog import PROBES
-from pytest_membudget.evidence.census import Large, class_counts, named, young_bytes
+from pytest_membudget.evidence.census import Large, class_counts, named, own_objects, young_bytes
 from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
@@ -39,9 +38,8 @@ from pytest_membudget.vocabulary import MOST_OF, Status
 #: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400
 #: Object types listed in the evidence (TOP of them) are those kept at least this many
-#: times, and not this package's own.
+#: times: a few stray objects are not what a footprint is made of.
 FEWEST_KEPT = 32
-OWN_TYPES = "pytest_membudget."
 
 
 def footprint_budgets(spec: BudgetSpec) -> bool:
@@ -103,19 +101,8 @@ def types_at_start(spec: BudgetSpec) -> Census | None:
     if not footprint_budgets(spec):
         return None
     large = Large()
-    types = class_counts(exclude=_line_cache(), large=large)
+    types = class_counts(exclude=own_objects(()), large=large)
     return Census(types, large)
-
-
-def _line_cache() -> list[object]:
-    """linecache's cache and what it holds, left out of both counts: the source lines this
-    plugin reads to show a line (the peak watch, as the run ends) are no object the run kept
-    (a shape's file of 300 lines read as "str: +303" in every failure)."""
-    held: list[object] = [linecache.cache]
-    for entry in list(linecache.cache.values()):
-        held.append(entry)
-        held.extend(part for part in entry if isinstance(part, list))
-    return held
 
 
 def young(m: Measurement) -> int | None:
@@ -124,7 +111,7 @@ def young(m: Measurement) -> int | None:
     None for other runs."""
     if m.start_types is None or not failing_footprint(m):
         return None
-    return young_bytes((m, m.start_types, m.start_types.types))
+    return young_bytes(own_objects((m, m.start_types, m.start_types.types)))
 
 
 def kept_types(m: Measurement, start: Census | None,
@@ -142,14 +129,10 @@ def kept_types(m: Measurement, start: Census | None,
         return None
     began = time.perf_counter()
     large = Large()
-    now = class_counts(exclude=(start, start.types, start.large, *_line_cache()),
-                       large=large)
+    now = class_counts(exclude=own_objects((start, start.types, start.large)), large=large)
     now.subtract(start.types)
-    grown = named(now)
-    # The plugin's own records (the watch's readings, the verdict) and a few stray objects
-    # are not what a footprint is made of.
-    rows = [{"type": name, "count": count} for name, count in grown.most_common()
-            if count >= FEWEST_KEPT and not name.startswith(OWN_TYPES)][:TOP]
+    rows = [{"type": name, "count": count} for name, count in named(now).most_common()
+            if count >= FEWEST_KEPT][:TOP]
     return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
             "new_bytes": large.new_bytes(start.large) + (young or 0),
             "seconds": round(time.perf_counter() - began, 6)}

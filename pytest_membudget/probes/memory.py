@@ -182,9 +182,10 @@ class MemoryReader:
         The GIL does not stop C code that let go of it (a ctypes call, numpy's loops): such
         code may free memory between two figures, and the status read before the free and
         glibc's figures after it read the freed memory as some other kind (what a compiled
-        call malloc'd and freed reads as "other anonymous memory"). So the status is read again after the figures; where the resident memory moved
-        by more than PAGE_SLACK meanwhile, the capture is made again (up to
-        CAPTURE_TRIES times; the last one stands)."""
+        call malloc'd and freed reads as "other anonymous memory"). So the status is read
+        again after the figures; where the resident memory moved by more than PAGE_SLACK
+        meanwhile, the capture is made again (up to CAPTURE_TRIES times; the last one
+        stands)."""
         taken = self._capture_once()
         for _ in range(CAPTURE_TRIES - 1):
             if self._status is None or self._steady(taken.status):
