@@ -5,11 +5,14 @@ or changed in it without the statement fails here."""
 from __future__ import annotations
 
 import ast
+import importlib
 import math
 import re
 from pathlib import Path
 
 import pytest
+
+from pytest_membudget import catalog
 
 ROOT = Path(__file__).resolve().parents[3]
 JUDGE = ROOT / "pytest_membudget" / "judge"
@@ -26,34 +29,41 @@ def statement() -> str:
     return text[start:text.index("\n\n", start)]
 
 
+#: The catalog's numbers the rule reads through the probes' facts: the coarse probes' floor
+#: and the growth that is ample for a count of objects.
+CATALOG_RULE = ("RSS_FLOOR", "OBJECTS_AMPLE")
+
+
 def rule_constants() -> dict[str, float]:
-    """Module-level names in capitals bound to a number in judge/'s modules."""
+    """Module-level names in capitals bound to a number in judge/'s modules (written as a
+    literal or worked out from others: the value the module holds), and CATALOG_RULE."""
     found: dict[str, float] = {}
     for path in sorted(JUDGE.glob("*.py")):
-        if path.name in OTHER_STATEMENTS:
+        if path.name in OTHER_STATEMENTS or path.name == "__init__.py":
             continue
+        module = importlib.import_module(f"pytest_membudget.judge.{path.stem}")
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
+                targets = node.targets
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
+                targets = [node.target]
             else:
                 continue
             for target in targets:
-                if not (isinstance(target, ast.Name) and target.id.isupper()):
-                    continue
-                try:
-                    number = ast.literal_eval(value)
-                except ValueError:
-                    continue
-                if isinstance(number, (int, float)) and not isinstance(number, bool):
-                    found[f"{path.stem}.{target.id}"] = float(number)
+                if isinstance(target, ast.Name) and target.id.isupper():
+                    number = getattr(module, target.id)
+                    if isinstance(number, (int, float)) and not isinstance(number, bool):
+                        found[f"{path.stem}.{target.id}"] = float(number)
+    found.update({f"catalog.{name}": float(getattr(catalog, name)) for name in CATALOG_RULE})
     return found
 
 
 def stated(name: str, text: str) -> float | None:
-    """The value the statement gives ``name`` (``NAME`` = 8, = 6 s, = 10 ms), or None."""
-    match = re.search(rf"`{name}`\s+=\s+([0-9][0-9,.]*?)\.?(?:\s*(ms|s)\b)?[\s,;:)]", text)
+    """The value the statement gives ``name`` (``NAME`` = 8, = 6 s, = 10 ms, = 1,000,000, or
+    one worked out from others, ``NAME`` = ``A`` / ``B`` (3 s)), or None."""
+    number = r"([0-9]+(?:[,.][0-9]+)*)(?:\s*(ms|s)\b)?"
+    match = (re.search(rf"`{name}`\s+=\s+{number}[\s,.;:)]", text)
+             or re.search(rf"`{name}`\s+=\s+`[^(]*?\({number}\)", text))
     if match is None:
         return None
     return float(match.group(1).replace(",", "")) * UNITS[match.group(2) or ""]
@@ -76,3 +86,9 @@ def test_a_name_left_out_of_the_statement_is_found() -> None:
     assert stated("TAIL_BLOCKS", text) is None
     assert stated("TAIL_BLOCKS", "is cut into `TAIL_BLOCKS` = 8 blocks") == 8.0
     assert stated("SLOW_CALL", "(a call of `SLOW_CALL` = 10 ms)") == 0.01
+    assert stated("CLEAN_SECONDS", "after `CLEAN_SECONDS` = `A` / `B` (3 s). While") == 3.0
+    assert stated("OBJECTS_AMPLE", "(`OBJECTS_AMPLE` = 1,000,000 objects)") == 1e6
+
+
+def test_a_constant_worked_out_from_others_is_a_rule_constant() -> None:
+    assert rule_constants()["policy.CLEAN_SECONDS"] == 3.0
