@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from pytest_membudget.judge.explain import held_by_caches
+from pytest_membudget.judge.fill import growing
 from pytest_membudget.judge.fit import FloatArray
-from pytest_membudget.judge.policy import Checkpoint, RunPolicy, growth_slopes, reading_of
+from pytest_membudget.judge.policy import Checkpoint, RunPolicy, reading_of
 from pytest_membudget.judge.spec import BudgetSpec
 from pytest_membudget.judge.verdict import (
     PASS,
@@ -100,7 +101,7 @@ def decide(spec: BudgetSpec, policy: RunPolicy, window: Window, record: Record) 
                 judgement = replace(verdict.probes[name], settled_at=window.measured)
                 settled[name] = (judgement, clean)
     step = policy.after(record.checkpoint, window.measured, window.out_of_time,
-                        reading_of(verdict), window.seconds, growth_slopes(verdict))
+                        reading_of(verdict), window.seconds, growing(verdict))
     checkpoint = step if isinstance(step, Checkpoint) else record.checkpoint
     return Decision(verdict, step, Record(checkpoint, settled))
 

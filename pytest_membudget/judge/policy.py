@@ -186,7 +186,7 @@ class RunPolicy:
         """The next checkpoint, or why the run stops, once ``measured`` iterations were run
         in ``elapsed`` seconds of window and the verdict on them reads ``reading``, with
         ``failing`` the slopes of its failing probes and of the probes of Python objects
-        growing beside them (:func:`growth_slopes`)."""
+        growing beside them (judge.fill.growing)."""
         if self.fixed is not None:
             return StopReason.FIXED
         if out_of_time or (self.max_iterations is not None and measured >= self.max_iterations):
@@ -208,8 +208,7 @@ class RunPolicy:
                 return Checkpoint(self._capped(math.ceil(measured * CHECKPOINT_GROWTH)))
             if (fill.filling(dict(checkpoint.failed)) and fill.filling(dict(failing))
                     and measured < CONFIRM_GROWTH ** 2 * checkpoint.failed_at):
-                # A fill can keep its pace over one doubling and lose it over the next: glibc's
-                # bytes in use alone are seen again at twice the length before they stand.
+                # A fill alone is judged over one more doubling (judge.fill.filling).
                 again = self._capped(CONFIRM_GROWTH * measured)
                 if again > measured:
                     return replace(checkpoint, at=again, confirm_at=again)
@@ -239,19 +238,6 @@ class RunPolicy:
         if self.capped or measured <= 0 or elapsed <= 0:
             return most
         return max(FEWEST_CALLS, min(most, math.floor(max_seconds * measured / elapsed)))
-
-
-def growth_slopes(verdict: Verdict) -> tuple[tuple[str, float], ...]:
-    """The slopes of growth at a failing checkpoint: of the probes failing in ``verdict``,
-    by name, and, beside a failure, of the probes of Python objects (the catalog's
-    ``blind_to_native``) that grow though they passed (their lower bound above zero: a
-    block a call is under ``py_blocks``' resolution over a heavy step's short run): growth
-    of glibc's bytes in use with a Python object a call beside it is no fill alone
-    (judge/fill.py)."""
-    if not verdict.failed:
-        return ()
-    return tuple((p.probe, p.trend.slope) for p in verdict.probes.values()
-                 if p.failed or (PROBES[p.probe].blind_to_native and p.trend.lower > 0))
 
 
 def reading_of(verdict: Verdict) -> Reading:

@@ -17,7 +17,7 @@ from pytest_membudget.vocabulary import BudgetKind, Status, StopReason
 
 PACKAGE = Path(__file__).resolve().parents[3] / "pytest_membudget"
 #: The judge's rules that only judge.decide applies.
-RULES = {"judge", "hold_back", "held_by_caches", "stopped", "reading_of", "growth_slopes",
+RULES = {"judge", "hold_back", "held_by_caches", "stopped", "reading_of", "growing",
          "_keep_settled", "after", "settles"}
 
 X = np.arange(1.0, 201.0)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_membudget.judge.fill import filling
+from pytest_membudget.judge.fill import filling, growing
 from pytest_membudget.judge.fit import Trend
 from pytest_membudget.judge.policy import (
     FEWEST_CALLS,
@@ -16,7 +16,6 @@ from pytest_membudget.judge.policy import (
     Reading,
     RunPolicy,
     StopReason,
-    growth_slopes,
 )
 from pytest_membudget.judge.spec import Budget
 from pytest_membudget.judge.verdict import Outcome, ProbeJudgement, Verdict
@@ -312,8 +311,8 @@ def test_python_objects_growing_beside_a_malloc_failure_are_not_a_fill(
         blocks: ProbeJudgement, expected: tuple[str, ...]) -> None:
     verdict = Verdict({"py_blocks": blocks,
                        "malloc": judged("malloc", 4144.0, 4112.0, Status.FAIL)})
-    slopes = growth_slopes(verdict)
+    slopes = growing(verdict)
     assert tuple(name for name, _ in slopes) == expected
     assert filling(dict(slopes)) is (expected == ("malloc",))
     # Nothing failing: nothing read, growing or not.
-    assert growth_slopes(Verdict({"py_blocks": blocks})) == ()
+    assert growing(Verdict({"py_blocks": blocks})) == ()
