@@ -4,14 +4,11 @@ first use: the first budgeted test's set-up or the sweep's first screen (:func:`
 Not at import: the check freezes, thaws and collects the whole heap, which moves every object
 to the collector's oldest generation and untracks the tuples it can. A session that measures
 nothing must find the collector as it would without the plugin: a test that counts
-``gc.get_objects()`` exactly reads those moves (multidict 6.4.4's ``test_istr.py::test_leak``,
-which allows fewer than 10 objects of difference around 10,000 calls, failed with the plugin
-merely installed: code constants of freshly imported modules, nested tuples, were untracked by
-a full collection during its loop instead of before it).
+``gc.get_objects()`` exactly reads those moves (code constants of freshly imported modules,
+nested tuples, untracked by a full collection during its loop instead of before it).
 
 The garbage collector. Two assumptions, each checked on a few new objects while everything
-older is frozen, so that no collection walks the heap (counting the frozen objects does, once:
-about 10 ms for 34,000 objects):
+older is frozen, so that no collection walks the heap (counting the frozen objects does, once):
 
 1. ``gc.collect()``, without an argument, collects every unreachable cycle that is not frozen
    before it returns. With ``gc="collect"`` each sample of the window follows one, so that
@@ -23,15 +20,15 @@ about 10 ms for 34,000 objects):
    the same total frozen or not.
 
 Objects frozen before the plugin acts are left frozen: a conftest's ``gc.freeze()`` before
-forking workers is the program's choice, and thawing it would undo it. The interpreter's own
-are the exception (:func:`session_froze`): CPython 3.12's collections put the immortal objects
-they meet in the permanent generation (the bases tuples of its static types, 375 on 3.12.1),
-so ``gc.get_freeze_count()`` is 375 from the start. A thaw gives them back to the oldest
-generation, where ``gc.get_objects()`` lists them until the next full collection freezes them
-again: the program's (a test that counts objects collects first) or the collector's own. The
-plugin does not run that collection after each window: on a test session's heap it costs
-tens of milliseconds (33 ms on multidict's suite), which the sweep would pay on every test.
-The evidence and the check of the collector run it (:func:`refreeze_own`), once each.
+forking workers is the program's choice, and thawing it would undo it. The interpreter's own are
+the exception (:func:`session_froze`): CPython 3.12's collections put the immortal objects they
+meet in the permanent generation (the bases tuples of its static types), so
+``gc.get_freeze_count()`` is not zero from the start (docs/design/interpreters.md). A thaw gives
+them back to the oldest generation, where ``gc.get_objects()`` lists them until the next full
+collection freezes them again: the program's (a test that counts objects collects first) or the
+collector's own. The plugin does not run that collection after each window: on a test session's
+heap it costs tens of milliseconds, which the sweep would pay on every test. The evidence and
+the check of the collector run it (:func:`refreeze_own`), once each.
 
 Where the first does not hold, a test that asks for ``gc="collect"`` is skipped with the
 reason; where the second does not hold, nothing is frozen (collections walk the whole heap:

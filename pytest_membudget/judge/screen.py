@@ -86,17 +86,16 @@ def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
     screen's cost, on a suite of 1 ms tests as on one of heavy steps. Each reading that does
     not stop the screen costs its every-delta rule the delta across it (see ``flagged``).
 
-    The first point matters only to ``threads`` and ``fds``, read on their net growth: a
-    probe read on every delta can no longer be flagged once one delta missed it, whenever
-    that was. On the screening data (bench/sweep.py screen), reading after 2 calls flags
-    what reading after 4 does at the default length; a thread kept on one call in ten is
-    seen by a screen of 16 calls that stops reading at 8, and missed when it stops at 4. The
-    later points end the screens of tests whose exact counters grow on their first few
-    calls and then stop (a subprocess's, a buffer's first growth). A ``slow`` test's screen
-    of the default length or shorter reads after its first call as well: a clean one stops
-    there when nothing moved, one call sooner; what it forgoes is a thread or descriptor
-    kept on its second call and not its first. A longer screen, asked for to see such leaks,
-    does not. docs/design/sweep.md gives the figures."""
+    The first point matters only to ``threads`` and ``fds``, read on their net growth: a probe
+    read on every delta can no longer be flagged once one delta missed it, whenever that was: a
+    screen of the default length flags at its first reading what it would at the next, and a
+    longer one reads first at its half, so that a thread kept on one call in ten is still seen
+    (docs/design/sweep.md gives the figures). The later points end the screens of tests whose
+    exact counters grow on their first few calls and then stop (a subprocess's, a buffer's first
+    growth). A ``slow`` test's screen of the default length or shorter reads after its first
+    call as well: a clean one stops there when nothing moved, one call sooner; what it forgoes
+    is a thread or descriptor kept on its second call and not its first. A longer screen, asked
+    for to see such leaks, does not."""
     first = 2 if calls <= SCREEN_CALLS else calls // 2
     points = tuple(range(first, calls, first))
     if slow and 1 < calls <= SCREEN_CALLS:
@@ -107,9 +106,9 @@ def reading_points(calls: int, slow: bool = False) -> tuple[int, ...]:
 def left_out(reading: int) -> bool:
     """Whether the delta after a screen's reading at this window sample is left out of the
     rule (see :func:`flagged`) when the screen goes on: the delta after each reading is, as
-    its own objects moved ``py_blocks`` by one in a few screens in a thousand, but not the
-    one after a slow test's reading after its first call, which is judged: leaving it out as
-    well flagged more clean screens on the screening data (docs/design/sweep.md)."""
+    its own objects can move ``py_blocks`` by one, but not the one after a slow test's
+    reading after its first call, which is judged: a screen of a slow test has too few
+    deltas to spare it (docs/design/sweep.md)."""
     return reading != 1
 
 

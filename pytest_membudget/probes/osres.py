@@ -15,9 +15,9 @@ class ThreadsProbe(Probe):
     """OS threads of the process, native ones included (torch, BLAS, executors).
 
     ``Thread.join()`` returns when the thread's Python state is gone, a moment before the OS
-    thread has exited: sampled right after a join, about one trial in seventy still counts
-    the joined threads (measured: 29 of 2,000 start/join rounds of three threads, gone within
-    0.3 ms). A reading above the previous one is therefore re-read for up to
+    thread has exited: sampled right after a join, a count can still include the joined
+    threads for a fraction of a millisecond (docs/design/probes.md). A reading above the
+    previous one is therefore re-read for up to
     :attr:`REREAD_SECONDS` and the lowest count kept. A steady count costs one read; a count
     that keeps rising, as in a leak, costs the full re-read time per sample.
     """

@@ -246,8 +246,8 @@ def sweep_steps(
 def _second_look(spec: BudgetSpec, catch: tuple[type[BaseException], ...],
                  ending: _Ending, screen: Repetition, probe: str) -> Steps[Repetition]:
     """Rounds of the screen's length on the flagged probe alone, each after one call
-    unread (as the screen's window: the first call after a run's first reading read 100 to
-    200 B more of ``malloc`` on gymnasium's tests, on every round), all calls read, the type
+    unread (as the screen's window: the first call after a run's first reading reads more
+    of ``malloc`` than the calls after it), all calls read, the type
     cache cleared after each as before: whether the growth goes on. A round that grew on
     every call goes to the full verdict at once; one whose growth slowed as a fill's does
     (judge.screen.look_goes_on) passes the test; one in between is followed by another

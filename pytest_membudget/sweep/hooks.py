@@ -96,10 +96,10 @@ def _unscreened(report: pytest.TestReport) -> str | None:
 class EvidenceOnce:
     """Evidence for the first leak of each test function (in this process): the others of
     the same function (its parameter sets, mostly) are judged as fully, without the evidence
-    rerun, and point to the one that has it. On a suite whose leaks come in parameter sets,
-    the evidence (about half a second a leak, more on a heap its leaks keep growing) was most
-    of the sweep's time. A function whose first flagged test was not a leak (a bounded cache
-    still filling: the evidence made it inconclusive) keeps its evidence for the next."""
+    rerun, and point to the one that has it: on a suite whose leaks come in parameter sets, the
+    evidence would be most of the sweep's time. A function whose first flagged test was not a
+    leak (a bounded cache still filling: the evidence made it inconclusive) keeps its evidence
+    for the next."""
 
     def __init__(self) -> None:
         #: Test function (its node id without parameters) -> the test that has the evidence.

@@ -34,15 +34,15 @@ class ScreenMeasurement(Measurement):
     a budgetless window (a trend per probe, twice per run) is skipped. The loop asks at the
     reading points (see :func:`screen_policy`) whether they have
     :func:`~pytest_membudget.judge.screen.quiet`. A screen that goes on has the delta
-    across each reading left out of its rule (``read``): the reading's own objects moved
-    ``py_blocks`` by one in that delta in a few screens in a thousand.
+    across each reading left out of its rule (``read``): the reading's own objects can move
+    ``py_blocks`` by one in that delta.
 
     A screen reads values alone: its RSS keeps no peak (resetting the kernel's mark is a
     write to /proc per screen), and glibc's free memory is not handed back before its window
     where the screen reads ``malloc``, which sees growth that reuses free memory byte for
     byte. Handed back, the pages the first measured calls fault in again read as RSS growth
-    of a page or more, which kept the screens of clean slow tests going (each a subprocess
-    run of 30 to 80 ms on multidict's suite: docs/design/sweep.md)."""
+    of a page or more, which would keep the screens of clean slow tests going
+    (docs/design/sweep.md)."""
 
     @classmethod
     def probe_options(cls, names: Collection[str]) -> dict[str, Any]:
