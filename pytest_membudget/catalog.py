@@ -60,7 +60,7 @@ class ProbeInfo:
     sees: str = ""
     #: Exact probes sampled beside this coarse one in auto runs, unreported: while one of
     #: them grows clearly, faster than the budget allows, a flat reading of this probe is no
-    #: pass (see verdict.hold_back). Empty for none.
+    #: pass (see judge.witness.hold_back). Empty for none.
     witnesses: tuple[str, ...] = ()
     #: As a witness: the growth over the judged tail below which this probe's rise is its own
     #: wiggle, not a reason to hold a pass back (0: the probe witnesses nothing).

@@ -54,7 +54,7 @@ class ScreenMeasurement(Measurement):
         # Made before the window, so that the reading in it allocates only temporaries.
         self.least, self.every = rule_columns(tuple(self.probes))
         #: The window samples of the readings whose following delta is left out of the rule
-        #: (:func:`~pytest_membudget.sweep.screen.left_out`).
+        #: (:func:`~pytest_membudget.judge.screen.left_out`).
         self.read: list[int] = []
 
     def facts(self, out_of_time: bool = False, end: StopReason | None = None,
@@ -105,7 +105,7 @@ def screen_spec(run: RunSettings, calls: int = SCREEN_CALLS) -> BudgetSpec:
 def screen_policy(spec: BudgetSpec, slow: bool = False) -> RunPolicy:
     """The screen's length: the first of its reading points (every second call at the default
     length, and the first call too for a ``slow`` test: see
-    :func:`~pytest_membudget.sweep.screen.reading_points`) where nothing could still be
+    :func:`~pytest_membudget.judge.screen.reading_points`) where nothing could still be
     flagged (each probe read on every delta has had one under its threshold, threads and
     descriptors have not moved), otherwise all of its calls."""
     calls = spec.run.iterations or SCREEN_CALLS
