@@ -63,13 +63,17 @@ def option_rows() -> list[tuple[str, ...]]:
 def probe_rows() -> list[tuple[str, ...]]:
     """One row per catalogued probe: (name, unit, resolution, description)."""
     from pytest_membudget.catalog import PROBES
+    from pytest_membudget.render.units import fmt
+    from pytest_membudget.vocabulary import ProbeKind
 
     rows: list[tuple[str, ...]] = []
     for info in PROBES.values():
         if info.relative_resolution and not info.resolution:
             resolution = f"{info.relative_resolution * 100:g} % of the median iteration time"
-        else:
-            resolution = f"{info.resolution:g} {info.unit}"
+        elif info.kind is ProbeKind.BYTES:  # as the plugin writes sizes: 32 KiB, 2 MiB
+            resolution = fmt(info.name, info.resolution)
+        else:  # a count, in the unit column's units
+            resolution = f"{info.resolution:g}"
         rows.append((info.name, info.unit, resolution, info.description))
     return rows
 
