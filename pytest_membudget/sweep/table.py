@@ -226,7 +226,7 @@ def summary_lines(records: Records, mode: SweepMode, verbosity: int) -> list[str
                                           SweepVerdict.CUT_SHORT))
     flagged = sum(1 for data in records.values() if data.get("flagged"))
     parts = [f"{swept} test(s) repeated in place", f"{flagged} flagged by the screen",
-             f"{counts[SweepVerdict.LEAK.value]} leaking"]
+             f"{counts[SweepVerdict.LEAK.value]} found leaking"]
     parts += [f"{counts[v.value]} {v.value}" for v in (
         SweepVerdict.PASSED, SweepVerdict.INCONCLUSIVE, SweepVerdict.CUT_SHORT,
         SweepVerdict.NOT_REPEATABLE, SweepVerdict.NOT_SCREENED, SweepVerdict.OPTED_OUT,

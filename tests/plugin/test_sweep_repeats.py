@@ -206,7 +206,7 @@ def test_the_ini_key_and_bad_values(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nmembudget_sweep = report\nmembudget_evidence = false\n")
     result = pytester.runpytest_subprocess(*ARGS)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*membudget sweep (report):*1 leaking*"])
+    result.stdout.fnmatch_lines(["*membudget sweep (report):*1 found leaking*"])
     # The flag outranks the ini key.
     pytester.runpytest_subprocess(*ARGS, "--membudget-sweep=fail").assert_outcomes(failed=1)
     pytester.runpytest_subprocess(*ARGS, "--membudget-sweep=off").assert_outcomes(passed=1)

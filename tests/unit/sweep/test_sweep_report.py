@@ -66,7 +66,7 @@ def test_evidence_lines() -> None:
 def test_summary_counts_the_table_and_the_lists() -> None:
     lines = summary_lines(RECORDS, SweepMode.FAIL, 0)
     assert lines[0] == ("membudget sweep (fail): 5 test(s) repeated in place, 3 flagged by the "
-                        "screen, 3 leaking, 1 cut short, 1 not repeatable")
+                        "screen, 3 found leaking, 1 cut short, 1 not repeatable")
     text = "\n".join(lines)
     assert ("3 leaking tests, ranked by growth per call, one row per failing probe: 3 found by "
             "the sweep, failed") in text
