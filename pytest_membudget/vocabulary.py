@@ -15,8 +15,13 @@ from enum import Enum
 #: bytes of a coarse slope (allocators round them up: pymalloc's arenas and pages, glibc's
 #: chunks), native bytes in use of what Python's leave unexplained; the evidence reads the
 #: same share of a footprint's rise (evidence/composition.py), and of whatever else it
-#: weighs as most of a whole.
+#: weighs as most of a whole (most_of).
 MOST_OF = 0.5
+
+
+def most_of(part: float, whole: float) -> bool:
+    """Whether ``part`` is most of ``whole``: MOST_OF of it or more."""
+    return part >= MOST_OF * whole
 
 
 class ProbeKind(str, Enum):

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_membudget.probes.reading import MemoryReading
-from pytest_membudget.vocabulary import MOST_OF
+from pytest_membudget.vocabulary import most_of
 
 KINDS = ("python", "native", "allocator_free", "file", "stacks", "other")
 #: A kind counts as what a rise is made of (a major kind) when it is at least this share of
 #: the rise.
 MAJOR_SHARE = 0.25
-# MOST_OF (vocabulary.py): a part of at least half a whole is most of it. A highest
+# vocabulary.most_of: a part of at least half a whole is most of it. A highest
 # reading that rose less than most of the rise it stands for (the kernel's high-water mark;
 # a rerun's, the run's) missed the peak: it sat between two readings, inside a call that
 # held the interpreter (a quadratic concatenation's last copy beside its source), or the
@@ -150,7 +150,7 @@ def _held_at(start: MemoryReading, peak: MemoryReading, small: float, malloc_ris
     kept = (max(_delta(peak.malloc_free, start.malloc_free), 0.0)
             + max(_delta(peak.pymalloc_free, start.pymalloc_free), 0.0))
     in_use = max(small, 0.0) + max(malloc_rise, 0.0)
-    return in_use + kept if last_rise and kept >= MOST_OF * traced else in_use
+    return in_use + kept if last_rise and most_of(kept, traced) else in_use
 
 
 def _within(python: float, native: float, room: float, reusable: float
@@ -177,18 +177,18 @@ def composition(start: MemoryReading, peak: MemoryReading,
     ``measured``: the rise the kernel's high-water mark measured; where the reading rose less
     than MOST_OF it, the reading missed the peak: ``missed`` holds the measured rise, and no
     kind is dominant or major (``dominant`` is None), unless ``traced_peak`` (tracemalloc's
-    peak over one more call of the same work, above its start) holds more than MOST_OF the
+    peak over one more call of the same work, above its start) holds MOST_OF the
     measured rise: the peak was then mostly Python objects, ``peak_python`` holds that
     figure, and ``python`` is the dominant kind."""
     own = traced_rise(start, peak)
     split = rise_kinds(start, peak, traced, large, least, at_peak, last_rise)
     kinds = split.kinds
     rise = peak.rss - start.rss
-    missed = measured is not None and measured > 0 and rise < MOST_OF * measured
+    missed = measured is not None and measured > 0 and not most_of(rise, measured)
     named = None
     if missed and traced_peak is not None and measured is not None:
         python = min(max(traced_peak, 0.0), measured)
-        named = python if python > MOST_OF * measured else None
+        named = python if most_of(python, measured) else None
     if missed:
         dominant, major = ("python", ["python"]) if named is not None else (None, [])
     else:

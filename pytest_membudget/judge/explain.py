@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, Outcome, ProbeJudgement, Verdict
-from pytest_membudget.vocabulary import MOST_OF, BudgetKind, ProbeKind
+from pytest_membudget.vocabulary import BudgetKind, ProbeKind, most_of
 
 
 def explains(part: float, whole: float) -> bool:
     """Whether ``part`` (bytes per call) explains ``whole``: it is MOST_OF it."""
-    return part >= MOST_OF * whole
+    return most_of(part, whole)
 
 
 def explained_by_failure(verdict: Verdict, slope: float) -> bool:

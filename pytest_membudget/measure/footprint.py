@@ -33,7 +33,7 @@ from pytest_membudget.measure.watch import (
 )
 from pytest_membudget.probes.records import TOP
 from pytest_membudget.probes.rss import release_free_memory
-from pytest_membudget.vocabulary import MOST_OF, Status
+from pytest_membudget.vocabulary import MOST_OF, Status, most_of
 
 #: Points kept of a timeline in the evidence (the run's, each phase's), for its plot.
 TIMELINE_POINTS = 400
@@ -243,7 +243,7 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
     # rerun rose as the run did: memory the run freed and the allocators kept is reused by
     # the rerun without a rise, and its highest reading is then early.
     rerun_rise = rerun.highest - rerun.start.rss
-    if math.isfinite(rerun.peak.traced) and rerun_rise >= MOST_OF * rise:
+    if math.isfinite(rerun.peak.traced) and most_of(rerun_rise, rise):
         return census, traced_near_highest(rerun)
     census["last_rise"] = last_rise(rerun.timeline,
                                     max(LEAST_COMPOSITION_STEP, COMPOSITION_SHARE * rise))

@@ -48,7 +48,7 @@ from pytest_membudget.probes.memory import MemoryReader
 from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.room import RoomReader
 from pytest_membudget.probes.rss import held_rss_reader
-from pytest_membudget.vocabulary import MOST_OF
+from pytest_membudget.vocabulary import most_of
 
 #: Seconds between readings.
 INTERVAL = 0.001
@@ -334,7 +334,7 @@ class PeakWatch:
             return None
         reserve = max(RESERVE_SHARE * room.total, LEAST_RESERVE)
         lost = began.available - room.available
-        if room.available >= reserve or rss - self._run_start < MOST_OF * lost:
+        if room.available >= reserve or not most_of(rss - self._run_start, lost):
             return None
         return {"by": "machine", "room": room.available, "room_total": room.total,
                 "room_where": room.where, "reserve": reserve,
