@@ -84,7 +84,7 @@ class ProbeSet:
     def peak_evidence(self, failing: list[str]) -> PeakEvidence:
         """What the sources of the probes whose peak or rise failed tell of their highest
         point (a source shared by several probes answers once)."""
-        gathered: dict[str, Any] = {}
+        gathered: dict[str, object] = {}
         for name in failing:
             for key, value in (self.probes[name].peak_evidence() or {}).items():
                 gathered.setdefault(key, value)
