@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import pytest
 
@@ -18,6 +18,7 @@ from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway, M
 from pytest_membudget.vocabulary import BudgetKind, Phase, StopReason
 
 if TYPE_CHECKING:
+    from pytest_membudget.measure.records import RunawayRecord, StoppedAt
     from pytest_membudget.measure.samples import Measurement
 
 #: Probes sampled when no budget names any: the cheap ones, for a result to look at.
@@ -69,7 +70,8 @@ class MemBudget:
     active: bool = field(default=False, repr=False)
     #: What the peak watch saw when it stopped the workload (its RSS passed the hard
     #: ceiling); empty while it has not.
-    runaway: dict[str, Any] = field(default_factory=dict, repr=False)
+    runaway: RunawayRecord = field(default_factory=cast("Callable[[], RunawayRecord]", dict),
+                                   repr=False)
 
     @contextmanager
     def phase(self, name: str, **budgets: object) -> Generator[None, None, None]:
@@ -256,7 +258,7 @@ class MemBudget:
             runaway_message,
         )
 
-        seen = {**stop.seen, "stopped_at": stopped_at(stop)}
+        seen: RunawayRecord = {**stop.seen, "stopped_at": cast("StoppedAt", stopped_at(stop))}
         let_go(stop)
         loop, self._loop = self._loop, None
         if loop is not None and self._measurement is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -17,7 +17,7 @@ from pytest_membudget.measure.results import BudgetExceeded, FootprintRunaway
 from pytest_membudget.vocabulary import GcPolicy, StopReason, SweepMode
 
 if TYPE_CHECKING:  # the records' types only: the sweep's modules load when a sweep runs
-    from pytest_membudget.measure.records import ResultRecord
+    from pytest_membudget.measure.records import ResultRecord, RunawayRecord
     from pytest_membudget.sweep.outcome import SweepRecord
 
 SETTINGS_KEY = pytest.StashKey[_settings.SessionSettings]()
@@ -268,7 +268,8 @@ def pytest_runtest_makereport(
     if state.runaway and data is not None:
         data["passed"] = False
         data["stopped"] = StopReason.CEILING.value
-        data["runaway"] = {key: value for key, value in state.runaway.items()}
+        data["runaway"] = cast("RunawayRecord",
+                               {key: value for key, value in state.runaway.items()})
     if data is not None:
         from pytest_membudget.artifacts.junit import junit_properties
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_membudget.evidence.peakrecords import Composition
 from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.vocabulary import most_of
 
@@ -170,7 +170,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
                 traced: float | None = None, large: float = 0.0,
                 measured: float | None = None,
                 traced_peak: float | None = None, least: float = 0.0,
-                at_peak: bool = False, last_rise: bool = False) -> dict[str, Any]:
+                at_peak: bool = False, last_rise: bool = False) -> Composition:
     """The rise from ``start`` to ``peak`` by kind, the dominant kind, and the figures a
     person needs beside them (RSS at both, the stacks' reserve, glibc's trimmable bytes).
     ``traced``, ``large``, ``least``, ``at_peak``, ``last_rise``: as for :func:`rise_kinds`.
@@ -194,7 +194,7 @@ def composition(start: MemoryReading, peak: MemoryReading,
     else:
         dominant = max(KINDS, key=lambda kind: kinds[kind])
         major = [kind for kind in KINDS if rise > 0 and kinds[kind] >= MAJOR_SHARE * rise]
-    found: dict[str, Any] = {
+    found: Composition = {
         "rss_start": start.rss, "rss_peak": peak.rss, "rise": rise,
         "kinds": {kind: round(kinds[kind]) for kind in KINDS},
         "dominant": dominant,

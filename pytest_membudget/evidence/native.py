@@ -17,9 +17,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Generator, Iterable
-from typing import Any
+from typing import Any, cast
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.peakrecords import (
+    NativeFrame,
+    NativeLine,
+    NativePeak,
+    NativeStack,
+    NativeStacks,
+)
 from pytest_membudget.evidence.records import FEW, SMALL_SHARE, Site
 from pytest_membudget.evidence.steps import COST, LEAST_CALLS, iterations
 from pytest_membudget.frames import is_own, is_user_frame
@@ -90,13 +97,13 @@ def _memray() -> Any:
 
 
 def native_stacks(start: int, most: int,
-                  seconds: float) -> Generator[int, None, dict[str, Any]]:
+                  seconds: float) -> Generator[int, None, NativeStacks]:
     """Up to ``most`` iterations (``seconds`` at most; importing memray and reading its
     capture come on top) under memray with native traces; then the stacks of what they left
     allocated."""
     memray = _memray()
     if isinstance(memray, dict):
-        return memray
+        return cast("NativeStacks", memray)
     global _used
     _used = True
     directory = tempfile.mkdtemp(prefix="membudget-native-")
@@ -116,7 +123,7 @@ def native_stacks(start: int, most: int,
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     stacks.sort(key=lambda s: (s.get("python") is not None, s["bytes"]), reverse=True)
-    found: dict[str, Any] = {"iterations": done, "stacks": stacks[:FEW]}
+    found: NativeStacks = {"iterations": done, "stacks": stacks[:FEW]}
     if not stacks:
         found["reason"] = ("no allocation made more than once in them is still live (memray "
                            "sees calls to malloc from compiled code, not calls through a "
@@ -124,7 +131,7 @@ def native_stacks(start: int, most: int,
     return found
 
 
-def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
+def native_at_peak(iteration: int) -> Generator[int, None, NativePeak]:
     """One more call (``iteration``) under memray with native traces; the allocations alive
     at its highest point (memray's high-water mark), grouped by the user's Python line that
     called the native code that made them (the innermost native frame beside it), largest
@@ -132,7 +139,7 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     sees the malloc beneath them."""
     memray = _memray()
     if isinstance(memray, dict):
-        return memray
+        return cast("NativePeak", memray)
     global _used
     _used = True
     directory = tempfile.mkdtemp(prefix="membudget-native-peak-")
@@ -155,7 +162,7 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     least = SMALL_SHARE * peak
     head = [line for line in lines[:TOP] if line["bytes"] >= least]
     rest = lines[len(head):]
-    found: dict[str, Any] = {
+    found: NativePeak = {
         "peak": peak, "lines": head,
         "more": {"lines": len(rest), "bytes": sum(line["bytes"] for line in rest)},
         "unplaced": {"allocations": sum(stack["allocations"] for stack in unplaced),
@@ -168,11 +175,17 @@ def native_at_peak(iteration: int) -> Generator[int, None, dict[str, Any]]:
     return found
 
 
-def by_user_line(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+class _Merging(NativeLine, total=False):
+    """A line while its stacks are merged: the bytes of its largest native frame."""
+
+    native_bytes: int
+
+
+def by_user_line(stacks: list[NativeStack]) -> list[NativeLine]:
     """Native stacks (:func:`_stack`) merged by the user's Python line under them (by their
     innermost native frame where no user line is under them), largest first: bytes,
     allocations, and the native frame that allocated most of them."""
-    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    merged: dict[tuple[Any, ...], _Merging] = {}
     for stack in stacks:
         user, inner = stack.get("python"), stack["frames"][0]
         key = (user["file"], user["line"]) if user else ("", inner["function"])
@@ -187,21 +200,21 @@ def by_user_line(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found = sorted(merged.values(), key=lambda line: line["bytes"], reverse=True)
     for line in found:
         del line["native_bytes"]
-    return found
+    return cast("list[NativeLine]", found)
 
 
-def _frame(entry: tuple[str, str, int]) -> dict[str, Any]:
+def _frame(entry: tuple[str, str, int]) -> NativeFrame:
     function, file, line = entry
     return {"function": function, "file": file, "line": line}
 
 
-def _stack(record: Any) -> dict[str, Any] | None:
+def _stack(record: Any) -> NativeStack | None:
     """One stack: its native frames (innermost first, up to the first Python frame), the
     user's Python line below them, and what was left allocated there. None for allocations
     of the interpreter or of this plugin's own code."""
     python = {tuple(f) for f in record.stack_trace(max_stacks=NATIVE_DEPTH)}
-    frames: list[dict[str, Any]] = []
-    user = None
+    frames: list[NativeFrame] = []
+    user: NativeFrame | None = None
     native_part = True
     for entry in record.hybrid_stack_trace(max_stacks=NATIVE_DEPTH):
         if tuple(entry) not in python:

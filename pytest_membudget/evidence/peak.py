@@ -19,10 +19,19 @@ import math
 import time
 import tracemalloc
 from collections.abc import Generator
-from typing import Any
+from typing import cast
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.composition import composition
+from pytest_membudget.evidence.peakrecords import (
+    CensusSummary,
+    Composition,
+    MoreLines,
+    PeakEvidence,
+    PeakLine,
+    TracedCall,
+    WatchedLine,
+)
 from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.sites import by_site
 from pytest_membudget.frames import STACK_FRAMES, is_library, source_line
@@ -76,7 +85,7 @@ class PeakCensus:
 
 
 def traced_call(iteration: int, census: PeakCensus,
-                restart: bool = False) -> Generator[int, None, dict[str, Any]]:
+                restart: bool = False) -> Generator[int, None, TracedCall]:
     """One more call of the workload under tracemalloc (STACK_FRAMES deep); the census fills
     in from the watch's thread meanwhile. Returns the lines alive at the traced peak, with
     what was left of each when the call returned, and tracemalloc's own peak over the call
@@ -109,8 +118,8 @@ def traced_call(iteration: int, census: PeakCensus,
     finally:
         if own and tracemalloc.is_tracing():
             tracemalloc.stop()
-    found: dict[str, Any] = {"traced": max(peak - began, 0.0), "lines": [],
-                             "copies": census.copies, "copy_seconds": round(census.seconds, 6)}
+    found: TracedCall = {"traced": max(peak - began, 0.0), "lines": [],
+                         "copies": census.copies, "copy_seconds": round(census.seconds, 6)}
     if census.cut:
         found["cut"] = True
     # No copy while the call ran (C code held the GIL throughout, or it stayed under half
@@ -122,7 +131,7 @@ def traced_call(iteration: int, census: PeakCensus,
     at_peak = by_site(census.snapshot, kinds)
     left = by_site(end, kinds) if end is not None else None
     census.snapshot = None
-    lines = []
+    lines: list[PeakLine] = []
     for site, (size, count, via, _) in at_peak.items():
         kept = (min(left[site][0], size) if site in left else 0) if left is not None else -1
         lines.append(_line(site, size, count, via, kept))
@@ -132,13 +141,13 @@ def traced_call(iteration: int, census: PeakCensus,
 
 
 def _line(site: tuple[str, int], size: int, count: int, via: tuple[str, int] | None,
-          kept: int) -> dict[str, Any]:
-    line: dict[str, Any] = {"file": site[0], "line": site[1], "bytes": size, "count": count,
-                            "retained": max(kept, 0), "source": "traced"}
+          kept: int) -> PeakLine:
+    line: PeakLine = {"file": site[0], "line": site[1], "bytes": size, "count": count,
+                      "retained": max(kept, 0), "source": "traced"}
     if kept >= 0:  # -1: tracing stopped before the call returned, nothing to compare
         line["state"] = state(size, kept)
     if via is not None:
-        line.update(via_file=via[0], via_line=via[1])
+        cast("dict[str, object]", line).update(via_file=via[0], via_line=via[1])
     return line
 
 
@@ -155,7 +164,7 @@ def state(size: float, kept: float) -> str:
 HELD = ("python", "native", "file", "stacks")
 
 
-def call_state(peak: dict[str, Any], left: dict[str, float], kept_new: float = 0.0) -> str:
+def call_state(peak: Composition, left: dict[str, float], kept_new: float = 0.0) -> str:
     """retained, transient or partly retained for the call as a whole: how much of the data
     at the peak (HELD kinds) was still there when it returned, or, where more, the bytes of
     the objects it made and kept (``kept_new``: a result that replaced the one before it
@@ -174,22 +183,23 @@ def call_state(peak: dict[str, Any], left: dict[str, float], kept_new: float = 0
     return state(at_peak, min(kept, at_peak))
 
 
-def user_line(line: dict[str, Any]) -> tuple[str, int]:
+def user_line(line: PeakLine) -> tuple[str, int]:
     """The user's own line of an entry: the caller beneath a library's line, else its own."""
     if line.get("via_file"):
         return line["via_file"], line["via_line"]
     return line["file"], line["line"]
 
 
-def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
-          untraced: float = math.inf) -> list[dict[str, Any]]:
+def merge(traced: list[PeakLine], rose: list[WatchedLine],
+          untraced: float = math.inf) -> list[PeakLine]:
     """One list by the user's line: the census's entries (exact bytes of what tracemalloc
     saw alive at the peak), and the watch's (how much RSS rose while the line ran: every kind
     of memory, native and mapped too). A line in both shows the larger figure, with both;
     largest first. A line only the watch saw ranks by at most ``untraced``, the part of the
     rise tracemalloc does not account for: pages first touched on a line (np.zeros, then a
     copy into it) belong to the allocation the census found elsewhere."""
-    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    merged: dict[tuple[str, int], PeakLine] = {}
+    entry: PeakLine | WatchedLine
     # Memory allocated where no line of the user's code was on the stack (a library's own
     # threads: pandas parses in a pool) was made for the user's line that ran then: the one
     # RSS rose most under, which waited for them.
@@ -221,21 +231,23 @@ def merge(traced: list[dict[str, Any]], rose: list[dict[str, Any]],
                                    "rose_bytes": entry["bytes"],
                                    "source": "rose", "function": entry.get("function", "")}
             if entry.get("inner_file"):
-                new.update(inner_file=entry["inner_file"], inner_line=entry["inner_line"])
+                cast("dict[str, object]", new).update(inner_file=entry["inner_file"],
+                                                     inner_line=entry["inner_line"])
             for key in ("waiting", "other_lines", "waited_file", "waited_line"):
                 if entry.get(key):
                     new[key] = entry[key]
             continue
         known["rose_bytes"] = entry["bytes"]
         if entry.get("waited_file"):
-            known.update(waited_file=entry["waited_file"], waited_line=entry["waited_line"])
+            cast("dict[str, object]", known).update(waited_file=entry["waited_file"],
+                                                    waited_line=entry["waited_line"])
         beyond = min(max(entry["bytes"] - known["traced_bytes"], 0.0), untraced)
         known["bytes"] = known["traced_bytes"] + beyond
     return sorted(merged.values(), key=lambda entry: entry["bytes"], reverse=True)
 
 
-def shown(lines: list[dict[str, Any]], rise: float,
-          top: int = TOP) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def shown(lines: list[PeakLine], rise: float,
+          top: int = TOP) -> tuple[list[PeakLine], MoreLines]:
     """The first ``top`` lines that hold a part of the rise worth naming (SMALL_SHARE of it
     and SMALL_BYTES), with their source text, and how many and how much the rest add up to."""
     least = max(SMALL_BYTES, SMALL_SHARE * rise) if math.isfinite(rise) else 0.0
@@ -248,14 +260,14 @@ def shown(lines: list[dict[str, Any]], rise: float,
     return head, {"lines": len(rest), "bytes": int(sum(entry["bytes"] for entry in rest))}
 
 
-def stacks_lead(found: dict[str, Any]) -> bool:
+def stacks_lead(found: Composition) -> bool:
     """Whether the threads' stacks are the dominant kind of a composition: their pages are
     touched as the threads run, on whatever line the measured thread is by then, so the
     lines that started the threads come first (the peak's evidence, a phase's)."""
     return found.get("dominant") == "stacks"
 
 
-def python_share(census: dict[str, Any] | None, one_call: bool,
+def python_share(census: TracedCall | None, one_call: bool,
                  traced_at_peak: float | None) -> tuple[float | None, float]:
     """The Python share a traced call gives the composition (None: the readings' own), and
     the least it was: a census whose tracing was stopped during the call (past its time)
@@ -268,11 +280,11 @@ def python_share(census: dict[str, Any] | None, one_call: bool,
 
 
 def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReading,
-                end: MemoryReading, rose: list[dict[str, Any]],
-                census: dict[str, Any] | None, one_call: bool = True, *,
+                end: MemoryReading, rose: list[WatchedLine],
+                census: TracedCall | None, one_call: bool = True, *,
                 traced_at_peak: float | None = None, retained_large: float = 0.0,
-                threads: list[dict[str, Any]] | None = None,
-                kept_new: float = 0.0) -> dict[str, Any]:
+                threads: list[WatchedLine] | None = None,
+                kept_new: float = 0.0) -> PeakEvidence:
     """The peak evidence of a failing footprint budget of ``probe`` (which rose ``rise``):
     the lines (merged), the composition at the measured peak and what was left of it at the
     call's end, and how close the census came to the traced peak. ``one_call``: the measured
@@ -309,7 +321,7 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
         found["pooled"]["kept_after"] = after["pooled"]["kept"]
     lines = merge(traced_lines, rose, untraced)
     if threads and stacks_lead(found):
-        lines = [*(dict(entry, bytes=found["kinds"]["stacks"], source="threads")
+        lines = [*(cast("PeakLine", dict(entry, bytes=found["kinds"]["stacks"], source="threads"))
                    for entry in threads[:1]), *lines]
     for entry in lines:
         if "state" not in entry or entry.get("source") != "traced":
@@ -321,8 +333,8 @@ def peak_report(probe: str, rise: float, start: MemoryReading, peak: MemoryReadi
             "census": census_summary(census, traced_lines, start, peak)}
 
 
-def census_summary(census: dict[str, Any] | None, traced_lines: list[dict[str, Any]],
-                   start: MemoryReading, peak: MemoryReading) -> dict[str, Any]:
+def census_summary(census: TracedCall | None, traced_lines: list[PeakLine],
+                   start: MemoryReading, peak: MemoryReading) -> CensusSummary:
     """What the evidence says of its traced call: its peak, how much of it the lines hold,
     its copies, whether it was cut and how long the interpreter was held; or, without one,
     the new interpreter blocks at the peak."""
@@ -333,4 +345,5 @@ def census_summary(census: dict[str, Any] | None, traced_lines: list[dict[str, A
             "captured": int(sum(e["bytes"] for e in traced_lines)),
             "copies": census.get("copies", 0), "copy_seconds": census.get("copy_seconds", 0.0),
             **({"cut": True} if census.get("cut") else {}),
-            **{key: census[key] for key in ("held", "call_seconds") if key in census}}
+            **cast("CensusSummary",
+                   {key: census[key] for key in ("held", "call_seconds") if key in census})}

@@ -5,7 +5,7 @@ how much a list under one row holds, and what is too small to name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 #: Most rows of a list under one row of the evidence, largest first: the native stacks of a
 #: line, the types that get a retaining path (each a search of the heap), the other lines of
@@ -25,6 +25,7 @@ SMALL_BYTES = 64 * 1024
 SLIVER = 0.1
 
 if TYPE_CHECKING:  # the probes' own records, read where a failing probe's source told them
+    from pytest_membudget.evidence.peakrecords import NativeStacks
     from pytest_membudget.probes.cuda.peak import PeakBlocks, ReservedAtPeak
     from pytest_membudget.probes.cuda.snapshot import BlockRow
     from pytest_membudget.probes.proclog import ProcessTable
@@ -189,7 +190,7 @@ class GrowthEvidence(TypedDict, total=False):
     fds: list[str]
     tasks: list[TaskGroup]
     bounded: list[CacheInfo]
-    native: dict[str, Any]
+    native: NativeStacks
     seconds: float
     explained: Explained
     held: list[str]

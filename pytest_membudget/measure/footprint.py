@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,17 @@ from pytest_membudget.evidence.native import first_use as native_first_use
 from pytest_membudget.evidence.native import native_at_peak
 from pytest_membudget.evidence.native import start_seconds as native_start_seconds
 from pytest_membudget.evidence.peak import PeakCensus, peak_report, traced_call
+from pytest_membudget.evidence.peakrecords import (
+    Composition,
+    KeptType,
+    KeptTypes,
+    NativePeak,
+    PeakEvidence,
+    TracedCall,
+    TracedCost,
+    WarmupFigures,
+    WatchTimeline,
+)
 from pytest_membudget.evidence.records import SLIVER
 from pytest_membudget.evidence.steps import COST, Deadline
 from pytest_membudget.judge.spec import BudgetSpec
@@ -115,7 +126,7 @@ def young(m: Measurement) -> int | None:
 
 
 def kept_types(m: Measurement, start: Census | None,
-               young: int | None = None) -> dict[str, Any] | None:
+               young: int | None = None) -> KeptTypes | None:
     """For a failing peak or rise: the object types alive at the end of the run that were
     not at its start (what it kept: a cache it filled), by count, and the bytes of the large
     data objects it kept (numpy arrays, bytes and strings over 512 B: glibc's memory, which
@@ -131,15 +142,16 @@ def kept_types(m: Measurement, start: Census | None,
     large = Large()
     now = class_counts(exclude=own_objects((start, start.types, start.large)), large=large)
     now.subtract(start.types)
-    rows = [{"type": name, "count": count} for name, count in named(now).most_common()
-            if count >= FEWEST_KEPT][:TOP]
+    rows = cast("list[KeptType]", [{"type": name, "count": count}
+                                   for name, count in named(now).most_common()
+                                   if count >= FEWEST_KEPT][:TOP])
     return {"rows": rows, "large_bytes": max(large.total - start.large.total, 0),
             "new_bytes": large.new_bytes(start.large) + (young or 0),
             "seconds": round(time.perf_counter() - began, 6)}
 
 
 def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = None,
-                  kept: dict[str, Any] | None = None) -> Generator[int, None, dict[str, Any]]:
+                  kept: KeptTypes | None = None) -> Generator[int, None, PeakEvidence]:
     """After a failing footprint budget: the measured run's watch (rise by line,
     composition at its peak), and, each where its estimated cost fits what is left of the
     footprint evidence's deadline (evidence/steps.py), one traced rerun of the call for what
@@ -170,9 +182,10 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
     # the run was one call too (a run of many calls rose over all of them).
     report = peak_report(probe, rise, seen.start, seen.peak, seen.end, seen.rose, census,
                          m.measured <= 1, traced_at_peak=traced_at_peak,
-                         retained_large=float((kept or {}).get("large_bytes", 0)),
+                         retained_large=float(
+                             (kept or cast("KeptTypes", {})).get("large_bytes", 0)),
                          threads=seen.threads,
-                         kept_new=float((kept or {}).get("new_bytes", 0)))
+                         kept_new=float((kept or cast("KeptTypes", {})).get("new_bytes", 0)))
     if census is None:
         report["census"] = {**report.get("census", {}), "skipped": cost}
     if "native" in report["composition"].get("major", ()):
@@ -194,7 +207,7 @@ def peak_evidence(m: Measurement, iteration: int, probe_set: ProbeSet | None = N
 
 
 def traced_cost(seen: WatchReport, call_seconds: float,
-                deadline: Deadline) -> dict[str, float]:
+                deadline: Deadline) -> TracedCost:
     """What one more call under tracemalloc would cost, as data (the text says why a call
     was not traced): the call, its new interpreter blocks at the peak, and the longest
     stretch it held the interpreter (steps.COST's ``trace_block`` and ``held_slowdown``);
@@ -210,7 +223,7 @@ def traced_cost(seen: WatchReport, call_seconds: float,
 
 
 def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: float
-                  ) -> Generator[int, None, tuple[dict[str, Any], float | None]]:
+                  ) -> Generator[int, None, tuple[TracedCall, float | None]]:
     """One more call under tracemalloc, watched (without the budgets' ceiling: the
     evidence's own work never counts against it), its tracing cut at the deadline; the
     census, and tracemalloc's bytes at the rerun's highest RSS where that stands for the
@@ -236,7 +249,8 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
         rerun = watch.stop()
     # How long the watch's thread went without a reading, against the call: whether C code
     # held the interpreter over the peak (the text says which).
-    census.update(held=round(rerun.held, 3), call_seconds=round(rerun.seconds, 3))
+    cast("dict[str, object]", census).update(held=round(rerun.held, 3),
+                                             call_seconds=round(rerun.seconds, 3))
     # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the Python
     # share of that moment, not of tracemalloc's own peak, which may come first (objects
     # freed before an array is made: the allocator keeps their memory). Only where the
@@ -273,7 +287,7 @@ def traced_near_highest(seen: WatchReport) -> float:
     return max(float(near.max()) if near.size else -math.inf, seen.peak.traced)
 
 
-def _seen_by_memray(native: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+def _seen_by_memray(native: NativePeak, found: Composition) -> NativePeak:
     """memray's evidence, or where its call peaked at a sliver of the native heap the
     reading counted, the word that it does not see these allocations: allocations it does
     not intercept (ctypes calls libc's malloc through a pointer it took itself), whose few
@@ -285,7 +299,7 @@ def _seen_by_memray(native: dict[str, Any], found: dict[str, Any]) -> dict[str, 
     return native
 
 
-def stopped_evidence(m: Measurement) -> dict[str, Any]:
+def stopped_evidence(m: Measurement) -> PeakEvidence:
     """The evidence at the peak of a run stopped at the ceiling: the watch's alone (the call
     did not return; run again, it would run away again). What was left once the stopped
     call's frames were let go is what it had put elsewhere: its state."""
@@ -302,20 +316,21 @@ def stopped_evidence(m: Measurement) -> dict[str, Any]:
     return report
 
 
-def watch_facts(seen: WatchReport) -> dict[str, Any]:
+def watch_facts(seen: WatchReport) -> PeakEvidence:
     """What the evidence carries of the watch itself: the timeline, when the peak came (in
     seconds into the measured window: the timeline's clock starts with the run) and, where
     a warm-up ran, its figures."""
-    facts: dict[str, Any] = {"timeline": timeline(seen),
-                             "peak_at": round(seen.peak_at - seen.window_at, 6)}
+    facts: PeakEvidence = {"timeline": timeline(seen),
+                           "peak_at": round(seen.peak_at - seen.window_at, 6)}
     if seen.warmup:
-        facts["warmup"] = {**{key: round(value) for key, value in seen.warmup.items()},
-                           "window_at": round(seen.window_at, 6)}
+        facts["warmup"] = cast("WarmupFigures", {
+            **{key: round(value) for key, value in seen.warmup.items()},
+            "window_at": round(seen.window_at, 6)})
     return facts
 
 
 
-def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:
+def timeline(seen: WatchReport, points: int = TIMELINE_POINTS) -> WatchTimeline:
     """The watch's timeline (seconds, RSS, traced bytes) thinned to about ``points`` points,
     each the highest RSS of its stretch and the most traced bytes in it (a plot must not lose
     either peak)."""

@@ -4,9 +4,10 @@ each line of the user's code while it ran, and how they are listed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 from pytest_membudget.catalog import PAGE_SLACK
+from pytest_membudget.evidence.peakrecords import WatchedLine
 from pytest_membudget.evidence.records import FEW
 from pytest_membudget.frames import is_own, source_line
 from pytest_membudget.measure.stacks import Where
@@ -14,38 +15,6 @@ from pytest_membudget.measure.stacks import Where
 #: Where a rise is seen: the frames of the line at work (see frames_of) and, where that line
 #: is another thread's the measured thread waited for, the measured thread's waiting line.
 Seen = tuple[Where | None, Where | None, bool, Where | None]
-
-
-class OtherLine(TypedDict):
-    """Another line of a function the watch saw rise, beside the one that rose most."""
-
-    line: int
-    bytes: int
-
-
-class _WatchedLine(TypedDict):
-    bytes: int
-
-
-class WatchedLine(_WatchedLine, total=False):
-    """A line of the user's code the peak watch (measure/watch.py) saw run: the bytes RSS
-    rose while it ran, or, with ``threads``, the threads it started (``bytes`` is then that
-    count too). ``inner_*``: the frame beneath it (a library's) where that is another;
-    ``waiting``: the thread waited for others there; ``waited_*``: where the measured thread
-    waited while other threads ran this line (a pool's workers)."""
-
-    file: str
-    line: int
-    function: str
-    code: str
-    inner_file: str
-    inner_line: int
-    inner_function: str
-    waiting: bool
-    waited_file: str
-    waited_line: int
-    other_lines: list[OtherLine]
-    threads: int
 
 
 @dataclass

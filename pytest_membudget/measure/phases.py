@@ -10,7 +10,7 @@ import contextlib
 import math
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from pytest_membudget.catalog import PHASE_PROBE
 from pytest_membudget.evidence.composition import composition
@@ -21,6 +21,15 @@ from pytest_membudget.measure.results import FootprintRunaway, MembudgetResult, 
 from pytest_membudget.vocabulary import ProbeVerdict, StopReason
 
 if TYPE_CHECKING:  # numpy stays out of the plugin's import
+    from collections.abc import Callable
+
+    from pytest_membudget.evidence.peakrecords import Composition, WatchedLine, WatchTimeline
+    from pytest_membudget.measure.records import (
+        OutcomeRecord,
+        PhaseBudget,
+        PhaseFigures,
+        PhaseRecord,
+    )
     from pytest_membudget.measure.samples import Measurement
 
 
@@ -42,16 +51,17 @@ class PhaseRow:
     rise: float = -math.inf
     left: float = math.nan
     verdict: ProbeVerdict = ProbeVerdict.PASS
-    budgets: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    probes: dict[str, Any] = field(default_factory=dict)
-    composition: dict[str, Any] = field(default_factory=dict)
-    rose: list[dict[str, Any]] = field(default_factory=list)
+    budgets: list[PhaseBudget] = field(default_factory=list)
+    failures: list[OutcomeRecord] = field(default_factory=list)
+    probes: dict[str, PhaseFigures] = field(default_factory=dict)
+    #: Empty until the phase's watch read one (as the timeline).
+    composition: Composition = field(default_factory=cast("Callable[[], Composition]", dict))
+    rose: list[WatchedLine] = field(default_factory=list)
     #: The lines that started threads during the phase's highest entry, most first.
-    threads: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[WatchedLine] = field(default_factory=list)
     #: The highest entry's RSS over time (the watch's), and when it began, in seconds
     #: since the test's first phase began.
-    timeline: dict[str, list[float]] = field(default_factory=dict)
+    timeline: WatchTimeline = field(default_factory=cast("Callable[[], WatchTimeline]", dict))
     began: float = 0.0
 
     @property
@@ -90,13 +100,14 @@ class PhaseRow:
             self.verdict = ProbeVerdict.FAIL
         self.failures += [o.to_dict() for o in result.failures]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PhaseRecord:
         return {"name": self.name, "calls": self.calls, "rise": finite_or_none(self.rise),
                 "left": finite_or_none(self.left), "verdict": self.verdict.value,
                 "budgets": list(self.budgets), "failures": list(self.failures),
                 "probes": dict(self.probes), "composition": self.composition,
                 "rose": list(self.rose), "threads": list(self.threads),
-                "timeline": dict(self.timeline), "began": self.began}
+                "timeline": cast("WatchTimeline", dict(self.timeline)),
+                "began": self.began}
 
 
 @dataclass
@@ -121,7 +132,7 @@ class Phases:
     def failed(self) -> list[PhaseRow]:
         return [row for row in self.rows.values() if row.failed]
 
-    def to_list(self) -> list[dict[str, Any]]:
+    def to_list(self) -> list[PhaseRecord]:
         return [row.to_dict() for row in self.rows.values()]
 
 

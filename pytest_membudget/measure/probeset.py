@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.peakrecords import PeakEvidence
 from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.measure.samples import Measurement
 from pytest_membudget.probes import Probe
@@ -80,14 +81,14 @@ class ProbeSet:
                     gathered[key] = value
         return cast(GrowthEvidence, gathered)
 
-    def peak_evidence(self, failing: list[str]) -> dict[str, Any]:
+    def peak_evidence(self, failing: list[str]) -> PeakEvidence:
         """What the sources of the probes whose peak or rise failed tell of their highest
         point (a source shared by several probes answers once)."""
-        gathered: dict[str, Any] = {}
+        gathered: dict[str, object] = {}
         for name in failing:
             for key, value in (self.probes[name].peak_evidence() or {}).items():
                 gathered.setdefault(key, value)
-        return gathered
+        return cast(PeakEvidence, gathered)
 
     def stop(self) -> None:
         for probe in self.probes.values():

@@ -6,9 +6,15 @@ themselves. A key that is not always there sits in a ``total=False`` part."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import TypedDict
 
+from pytest_membudget.evidence.peakrecords import (
+    Composition,
+    PeakEvidence,
+    WatchedLine,
+    WatchTimeline,
+)
 from pytest_membudget.evidence.records import GrowthEvidence
 
 
@@ -95,8 +101,80 @@ class NoteRecord(TypedDict):
     would_judge: list[str]
 
 
-#: One phase's record (measure/phases.py, which types it).
-PhaseRecord = Mapping[str, Any]
+class PhaseBudget(TypedDict):
+    """A phase's budget: its marker key, its probe, its kind (vocabulary.BudgetKind's value)
+    and its limit (None where not finite)."""
+
+    key: str
+    probe: str
+    kind: str
+    limit: float | None
+
+
+class PhaseFigures(TypedDict):
+    """What one probe read over a phase's latest entry (None where not finite)."""
+
+    start: float | None
+    peak: float | None
+    rise: float | None
+
+
+class PhaseRecord(TypedDict):
+    """One phase of a test (measure/phases.py's PhaseRow): its calls, its highest rise and
+    what its latest entry left (None where not finite), its verdict (vocabulary.ProbeVerdict's
+    value), its budgets and their failures, each probe's figures; of its highest entry, the
+    composition at the peak, the lines that ran while RSS rose and those that started
+    threads, the watch's timeline and when it began (seconds since the test's first phase
+    began). The composition and the timeline are empty where no watch read the phase."""
+
+    name: str
+    calls: int
+    rise: float | None
+    left: float | None
+    verdict: str
+    budgets: list[PhaseBudget]
+    failures: list[OutcomeRecord]
+    probes: dict[str, PhaseFigures]
+    composition: Composition
+    rose: list[WatchedLine]
+    threads: list[WatchedLine]
+    timeline: WatchTimeline
+    began: float
+
+
+class StoppedAt(TypedDict, total=False):
+    """The innermost line of the user's own code a stopped workload was running (empty where
+    none was on its stack)."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+class RunawayRecord(TypedDict, total=False):
+    """What the peak watch (measure/watch.py) saw when it stopped the workload: the rise
+    above the start, the ceiling, the RSS at the start and at the stop, the seconds into the
+    run, the lines that ran while RSS rose; the ceiling's ``multiple`` or ``size`` (the
+    budget that set it); ``by``: "ceiling", or "machine" where the machine (or its cgroup,
+    ``room_where``) had only ``room`` of ``room_total`` left, under the ``reserve``, with the
+    run's RSS ``run_rise`` above its start; and where the workload was stopped."""
+
+    rise: float
+    ceiling: float
+    rss_start: float
+    rss: float
+    seconds: float
+    rose: list[WatchedLine]
+    multiple: float | None
+    size: float | None
+    by: str
+    room: float
+    room_total: float
+    room_where: str
+    reserve: float
+    run_rise: float
+    stopped_at: StoppedAt
 
 
 class _ResultRecord(TypedDict):
@@ -111,7 +189,7 @@ class _ResultRecord(TypedDict):
     failures: list[OutcomeRecord]
     inconclusive: list[UnsettledRecord]
     evidence: GrowthEvidence
-    peak_evidence: dict[str, Any]
+    peak_evidence: PeakEvidence
     notes: list[NoteRecord]
     settings: SettingsRecord
     probes: dict[str, ProbeRecord]
@@ -123,6 +201,5 @@ class ResultRecord(_ResultRecord, total=False):
     outcome (pytest's: "passed", "failed", "skipped")."""
 
     phases: Sequence[PhaseRecord]
-    #: measure/watch.py's record of the stop (which it types).
-    runaway: Mapping[str, Any]
+    runaway: RunawayRecord
     outcome: str | None

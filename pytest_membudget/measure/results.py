@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.peakrecords import PeakEvidence
 from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.vocabulary import BudgetKind, ProbeVerdict, Remedy, Status, StopReason
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
     import numpy.typing as npt
 
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
         OutcomeRecord,
         ProbeRecord,
         ResultRecord,
+        RunawayRecord,
         SettingsRecord,
         UnsettledRecord,
     )
@@ -44,10 +48,10 @@ class BudgetOutcome:
         return {"probe": self.probe, "kind": self.kind.value, "limit": finite_or_none(self.limit),
                 "status": self.status.value, "measured": finite_or_none(self.measured)}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> OutcomeRecord:
         """The record as a plain dict, for the phase rows (measure/phases.py), which keep it
         so."""
-        return dict(self.record())
+        return cast("OutcomeRecord", dict(self.record()))
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,8 @@ class MembudgetResult:
     notes: list[NoteRecord] = field(default_factory=list)
     #: After a failing peak or rise budget: what was alive at the peak and what kind of
     #: memory it was (evidence/peak.py).
-    peak_evidence: dict[str, Any] = field(default_factory=dict)
+    peak_evidence: PeakEvidence = field(
+        default_factory=cast("Callable[[], PeakEvidence]", dict))
 
     @property
     def failures(self) -> list[BudgetOutcome]:
@@ -196,10 +201,10 @@ class FootprintRunaway(BudgetExceeded):
     it into the failure's text)."""
 
     #: What the watch saw when it stopped the workload (set just before it raised).
-    pending: dict[str, Any] = {}  # noqa: RUF012 - one stop at a time, read by the edge
+    pending: RunawayRecord = {}  # noqa: RUF012 - one stop at a time, read by the edge
 
     def __init__(self, message: str = "", result: MembudgetResult | None = None) -> None:
-        self.seen = dict(FootprintRunaway.pending)
+        self.seen = cast("RunawayRecord", dict(FootprintRunaway.pending))
         super().__init__(message or (
             f"membudget: the workload was stopped: its RSS rose {self.seen.get('rise', 0):.0f} "
             f"bytes, past the hard ceiling of {self.seen.get('ceiling', 0):.0f}"), result)

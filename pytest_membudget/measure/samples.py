@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from pytest_membudget.evidence.peakrecords import PeakEvidence
 from pytest_membudget.evidence.records import GrowthEvidence
 from pytest_membudget.judge.decide import Found, Record, Window
 from pytest_membudget.judge.spec import BudgetSpec
@@ -19,6 +20,8 @@ from pytest_membudget.probes import Probe
 from pytest_membudget.vocabulary import Phase, StopReason
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pytest_membudget.measure.stride import Stride
 
 
@@ -63,7 +66,8 @@ class Measurement:
     #: What the peak watch saw over the run (footprint budgets only), and the evidence at
     #: the peak after a failing one.
     watched: Any = None  # measure.watch.WatchReport (which imports the results above)
-    peak_evidence: dict[str, Any] = field(default_factory=dict)
+    peak_evidence: PeakEvidence = field(
+        default_factory=cast("Callable[[], PeakEvidence]", dict))
     #: The object types alive where the measured window began (a run with footprint
     #: budgets and evidence): what the run left alive is counted from it.
     start_types: Any = None  # measure.footprint.Census

@@ -25,15 +25,16 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from pytest_membudget.evidence.composition import MAJOR_SHARE
+from pytest_membudget.evidence.peakrecords import WatchedLine
 from pytest_membudget.evidence.records import SMALL_BYTES
 from pytest_membudget.frames import is_library, is_own
-from pytest_membudget.measure.lines import Lines, Seen, WatchedLine
+from pytest_membudget.measure.lines import Lines, Seen
 from pytest_membudget.measure.results import FootprintRunaway
 from pytest_membudget.measure.stacks import (
     ThreadStack,
@@ -49,6 +50,9 @@ from pytest_membudget.probes.reading import MemoryReading
 from pytest_membudget.probes.room import RoomReader
 from pytest_membudget.probes.rss import held_rss_reader
 from pytest_membudget.vocabulary import most_of
+
+if TYPE_CHECKING:
+    from pytest_membudget.measure.records import RunawayRecord
 
 #: Seconds between readings.
 INTERVAL = 0.001
@@ -118,7 +122,7 @@ class PeakWatch:
     ceiling: float = math.inf
     ticks: list[Callable[[], None]] = field(default_factory=list)
     #: What the runaway's failure says beside the figures (the budget that set the ceiling).
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: RunawayRecord = field(default_factory=cast("Callable[[], RunawayRecord]", dict))
     #: Whether the workload is stopped before the machine, or its cgroup, runs out of
     #: memory (see RESERVE_SHARE), whatever ``ceiling`` says.
     machine: bool = False
@@ -323,7 +327,7 @@ class PeakWatch:
                     self._stop_workload(rss, now, short)
         return attributed, next_reading, now_threads
 
-    def _short_of_room(self, rss: float) -> dict[str, Any] | None:
+    def _short_of_room(self, rss: float) -> RunawayRecord | None:
         """Why the run must stop for the machine's sake, as data; None while the machine,
         or the cgroup, has room: under RESERVE_SHARE of its total left, with this run's
         rise holding MOST_OF what it lost since the run began (memory other processes took is
@@ -420,7 +424,7 @@ class PeakWatch:
                 fresh += thread not in self._announced
         return fresh
 
-    def _stop_workload(self, rss: float, now: float, why: dict[str, Any]) -> None:
+    def _stop_workload(self, rss: float, now: float, why: RunawayRecord) -> None:
         """Raise FootprintRunaway in the measured thread while it runs the workload: its
         first frame beneath the libraries is the user's own. In this plugin's code (its
         bookkeeping between calls) or pytest's (the failure being reported) the next reading

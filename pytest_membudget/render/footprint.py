@@ -4,9 +4,19 @@ dicts of results; decides nothing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from pytest_membudget.catalog import PAGE_SLACK
+from pytest_membudget.evidence.peakrecords import (
+    Composition,
+    KeptTypes,
+    NativePeak,
+    PeakEvidence,
+    PeakLine,
+    Pooled,
+    TracedCost,
+    WatchedLine,
+)
 from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.frames import source_line
@@ -44,7 +54,7 @@ def kinds_line(kinds: dict[str, float], rise: float | None = None) -> str:
     return ", ".join(parts) or "nothing over 64 KiB"
 
 
-def composition_lines(found: dict[str, Any], left: dict[str, float] | None = None,
+def composition_lines(found: Composition, left: dict[str, float] | None = None,
                       indent: str = "  ", stopped: bool = False) -> list[str]:
     """The rise by kind, what was left of each when the call returned (``stopped``: once
     the stopped call's frames were let go), and what to do about the large ones."""
@@ -81,12 +91,12 @@ def composition_lines(found: dict[str, Any], left: dict[str, float] | None = Non
     return lines
 
 
-def remedies(found: dict[str, Any]) -> list[str]:
+def remedies(found: Composition) -> list[str]:
     """What to do about each kind that makes up a large share of the rise."""
     advice = []
     major = found.get("major", [])
     kinds = found.get("kinds", {})
-    pooled = found.get("pooled") or {}
+    pooled = found.get("pooled") or cast("Pooled", {})
     for pool in pooled.get("by", []):
         if pooled.get("in_use", 0) >= SMALL_BYTES:
             advice.append(f"  of the native memory, {size(pooled['in_use'])} is in use in "
@@ -124,7 +134,7 @@ def remedies(found: dict[str, Any]) -> list[str]:
     return advice
 
 
-def native_peak_lines(native: dict[str, Any]) -> list[str]:
+def native_peak_lines(native: NativePeak) -> list[str]:
     """The native allocations alive at the peak of one more call under memray, by the user's
     line; or why they cannot be had here."""
     if not native:
@@ -180,7 +190,7 @@ def waiting_text(inner: str) -> str:
     return f"waiting {'in ' + inner + ' ' if inner else ''}for other threads"
 
 
-def waited_text(entry: dict[str, Any]) -> str | None:
+def waited_text(entry: PeakLine | WatchedLine) -> str | None:
     """Other threads ran the line (a pool's workers) while the test's thread waited at
     its own line for them; None where the test's own thread ran it."""
     if not entry.get("waited_file"):
@@ -190,7 +200,7 @@ def waited_text(entry: dict[str, Any]) -> str | None:
     return f"run by other threads while {where} waited for them" + (f": {code}" if code else "")
 
 
-def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
+def line_text(entry: PeakLine, traced: bool = True) -> list[str]:
     """One line of the live set: the user's line, its bytes, transient or retained.
     ``traced``: whether a census ran (else a line's rise says nothing of tracemalloc)."""
     if entry.get("via_file"):
@@ -239,7 +249,7 @@ def line_text(entry: dict[str, Any], traced: bool = True) -> list[str]:
     return lines
 
 
-def type_lines(types: dict[str, Any]) -> list[str]:
+def type_lines(types: KeptTypes) -> list[str]:
     """The object types alive at the end of the run that were not where its measured window
     began."""
     rows = types.get("rows") or []
@@ -249,7 +259,7 @@ def type_lines(types: dict[str, Any]) -> list[str]:
             *(f"    {row['type']}: +{row['count']:,}" for row in rows)]
 
 
-def line_summary(entry: dict[str, Any]) -> str:
+def line_summary(entry: PeakLine) -> str:
     """'t.py:6 153 MiB transient' for one line of the live set."""
     file, line = (entry["via_file"], entry["via_line"]) if entry.get("via_file") else (
         entry["file"], entry["line"])
@@ -257,7 +267,7 @@ def line_summary(entry: dict[str, Any]) -> str:
     return f"{short_path(file)}:{line} {size(entry['bytes'])} {what}"
 
 
-def peak_lines(evidence: dict[str, Any]) -> list[str]:
+def peak_lines(evidence: PeakEvidence) -> list[str]:
     """The evidence at a failing peak."""
     if not evidence:
         return []
@@ -286,7 +296,7 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         if more.get("lines"):
             lines.append(f"    and {more['lines']} more lines ({size(more.get('bytes'))})")
     lines += native_peak_lines(evidence.get("native") or {})
-    lines += type_lines(evidence.get("types") or {})
+    lines += type_lines(evidence.get("types") or cast("KeptTypes", {}))
     if "traced_peak" in census:
         peak = census["traced_peak"] or 0
         share = f" ({census['captured'] / peak:.0%})" if peak > 0 else ""
@@ -314,12 +324,12 @@ def peak_lines(evidence: dict[str, Any]) -> list[str]:
         if census.get("cut") and census.get("captured"):
             lines.append("  tracing stopped before the call returned (it ran past its time): "
                          "what the lines left is the call's as a whole")
-    elif census.get("skipped", {}).get("seconds"):
-        lines.append("  " + skipped_text(census["skipped"]))
+    elif census.get("skipped", cast("TracedCost", {})).get("seconds"):
+        lines.append("  " + skipped_text(cast("TracedCost", census["skipped"])))
     return lines
 
 
-def skipped_text(cost: dict[str, Any]) -> str:
+def skipped_text(cost: TracedCost) -> str:
     """Why one more call was not traced: what tracing it would cost, and from what."""
     why = [f"one call takes {cost.get('call_seconds', 0):.2f} s"]
     if cost.get("blocks"):
@@ -332,7 +342,7 @@ def skipped_text(cost: dict[str, Any]) -> str:
             f"{cost.get('budget', 1.0):g} s; the lines are where RSS rose")
 
 
-def rose_text(entry: dict[str, Any], what: str | None = None, within: str = "in"
+def rose_text(entry: WatchedLine, what: str | None = None, within: str = "in"
               ) -> list[str]:
     """One line of the watch's (where RSS rose, or ``what`` it did there), its code, and the
     frame beneath it (``within`` that frame)."""

@@ -12,8 +12,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
+from pytest_membudget.evidence.peakrecords import Composition, PeakEvidence, WatchTimeline
 from pytest_membudget.measure.records import PhaseRecord, ProbeRecord, ResultRecord
 from pytest_membudget.render.units import fmt, unit_scale
 from pytest_membudget.vocabulary import ProbeVerdict
@@ -151,7 +152,7 @@ def _view_window(axes: Any, data: ProbeRecord, window: list[tuple[float, float]]
     axes.set_ylim(low - pad, high + pad)
 
 
-def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:
+def draw_timeline(axes: Any, evidence: PeakEvidence) -> None:
     """A footprint's run over time, as the peak watch read it: RSS and traced bytes, the
     highest reading marked, and what the rise was made of at the peak."""
     from pytest_membudget.render.footprint import kinds_line
@@ -163,7 +164,7 @@ def draw_timeline(axes: Any, evidence: Mapping[str, Any]) -> None:
     if any(traced):
         axes.plot(seconds, [v / scale for v in traced], color="#dd8452", linewidth=1.0,
                   label="traced by tracemalloc")
-    found = evidence.get("composition") or {}
+    found = evidence.get("composition") or cast("Composition", {})
     peak_at = evidence.get("peak_at")
     if peak_at is not None and found.get("rss_peak") is not None:
         axes.plot([peak_at], [found["rss_peak"] / scale], "v", color="#c44e52", markersize=7,
@@ -210,7 +211,7 @@ def plot_test(nodeid: str, test: ResultRecord, path: Path) -> Path:
 
     probes = {name: p for name, p in test.get("probes", {}).items() if p.get("samples")}
     evidence = test.get("peak_evidence") or {}
-    timeline = evidence.get("timeline") or {}
+    timeline = evidence.get("timeline") or cast("WatchTimeline", {})
     phases = [phase for phase in test.get("phases", [])
               if (phase.get("timeline") or {}).get("seconds")]
     drawn = len(probes) + bool(timeline.get("seconds")) + bool(phases)

@@ -4,12 +4,14 @@ results' records (measure/records.py), as they arrive from every xdist worker.""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import CacheInfo
 from pytest_membudget.judge.policy import CONFIRM_GROWTH, SHORTEST_SECONDS
 from pytest_membudget.measure.records import (
     NoteRecord,
+    PhaseFigures,
     PhaseRecord,
     ProbeRecord,
     ResultRecord,
@@ -55,7 +57,7 @@ def phase_rows(nodeid: str, phase: PhaseRecord, *, verbose: bool = False
     names = ["rss", *dict.fromkeys(b["probe"] for b in budgets if b["probe"] != "rss")]
     rows: list[tuple[str, ...]] = []
     for name in names:
-        figures = phase.get("probes", {}).get(name, {})
+        figures = phase.get("probes", {}).get(name, cast("PhaseFigures", {}))
         rise = phase.get("rise") if name == "rss" else figures.get("rise")
         row: tuple[str, ...] = (
             nodeid, f"{name} [{phase['name']}]", "-", "-",

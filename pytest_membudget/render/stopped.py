@@ -4,9 +4,17 @@ results; decides nothing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from pytest_membudget.evidence.peak import stacks_lead
+from pytest_membudget.evidence.peakrecords import PeakEvidence
+from pytest_membudget.measure.records import (
+    OutcomeRecord,
+    PhaseBudget,
+    PhaseFigures,
+    PhaseRecord,
+    RunawayRecord,
+)
 from pytest_membudget.render.footprint import (
     KIND_NAMES,
     composition_lines,
@@ -19,7 +27,7 @@ from pytest_membudget.render.units import fmt, short_path, table
 PHASE_HEADER = ("phase", "calls", "rise", "left at its end", "made of", "budgets", "verdict")
 
 
-def phase_lines(phases: list[dict[str, Any]]) -> list[str]:
+def phase_lines(phases: list[PhaseRecord]) -> list[str]:
     """Every phase of a test in one table: how high each went, what it left, what it was
     made of."""
     if not phases:
@@ -30,14 +38,14 @@ def phase_lines(phases: list[dict[str, Any]]) -> list[str]:
         kinds = found.get("kinds", {})
         major = ", ".join(KIND_NAMES.get(kind, kind) for kind in found.get("major", []))
         made_of = major or ("-" if not kinds else "peak missed" if found.get("missed") else
-                            KIND_NAMES.get(found.get("dominant"), ""))
+                            KIND_NAMES.get(cast("str", found.get("dominant")), ""))
         rows.append((phase["name"], str(phase.get("calls", 1)), size(phase.get("rise")),
                      size(phase.get("left")), made_of,
                      budgets_text(phase.get("budgets", [])), phase.get("verdict", "")))
     return ["", "  phases (RSS):", *("    " + line for line in table(rows, PHASE_HEADER))]
 
 
-def budgets_text(budgets: list[dict[str, Any]]) -> str:
+def budgets_text(budgets: list[PhaseBudget]) -> str:
     """'rss_rise 40 MiB, heap_peak 1 GiB' for a phase's budgets, '-' for none."""
     shown = []
     for budget in budgets:
@@ -46,8 +54,8 @@ def budgets_text(budgets: list[dict[str, Any]]) -> str:
     return ", ".join(shown) or "-"
 
 
-def runaway_message(test: str, seen: dict[str, Any],
-                    evidence: dict[str, Any] | None = None) -> str:
+def runaway_message(test: str, seen: RunawayRecord,
+                    evidence: PeakEvidence | None = None) -> str:
     """Why the workload was stopped: the machine (or its cgroup) was running out of memory,
     or its RSS rise passed the ceiling set; with the evidence read at the stop."""
     if seen.get("by") == "machine":
@@ -86,11 +94,11 @@ def runaway_message(test: str, seen: dict[str, Any],
     return "\n".join(lines)
 
 
-def phase_outcome(phase: dict[str, Any], outcome: dict[str, Any]) -> str:
+def phase_outcome(phase: PhaseRecord, outcome: OutcomeRecord) -> str:
     """'phase 'solve': rss rose 1.2 GiB above its start (2.1 GiB -> 3.3 GiB), budget 512
     MiB'."""
     probe, kind = outcome["probe"], outcome["kind"]
-    figures = phase.get("probes", {}).get(probe, {})
+    figures = phase.get("probes", {}).get(probe, cast("PhaseFigures", {}))
     label = f"phase {phase['name']!r}: {probe}"
     if kind == "rise":
         return (f"{label} rose {fmt(probe, outcome['measured'])} above its start "
@@ -106,7 +114,7 @@ def phase_outcome(phase: dict[str, Any], outcome: dict[str, Any]) -> str:
             f"{fmt(probe, outcome['limit'], per_iter=True)}")
 
 
-def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
+def phases_message(test: str, phases: list[PhaseRecord]) -> str:
     """Why a test with phases failed: each exceeded budget, every phase in one table, and
     for each failing phase what its peak was made of and the lines that ran as it rose."""
     reasons = [phase_outcome(phase, outcome) for phase in phases
@@ -116,7 +124,7 @@ def phases_message(test: str, phases: list[dict[str, Any]]) -> str:
     return "\n".join(lines + phase_lines(phases) + phase_details(phases))
 
 
-def phase_details(phases: list[dict[str, Any]]) -> list[str]:
+def phase_details(phases: list[PhaseRecord]) -> list[str]:
     """For each phase that failed or was stopped: what its peak was made of, and the lines
     that ran as it rose."""
     lines: list[str] = []
