@@ -1,8 +1,9 @@
-"""The form of the package: no module over 450 lines, no function over 60, no module that
-imports another's private names (or reaches into a module it imported for one), at most 60
-module-level tuning constants, each defined once, at most two ``*_SECONDS`` limits in the
-evidence, and no list of probe names outside the catalog (counted by bench/house.py, which
-prints the figures and names each constant: ``python bench/house.py --files``)."""
+"""The form of the package: no module over 450 lines, no function over 60, no module that imports
+another's private names (or reaches into a module it imported for one), at most 60 module-level
+tuning constants, each defined once, at most two ``*_SECONDS`` limits in the evidence, records
+typed (at most ten ``dict[str, Any]``), and no list of probe names outside the catalog (counted
+by bench/house.py, which prints the figures and names each constant: ``python bench/house.py
+--files``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ MOST_FUNCTION_LINES = 60
 #: A number the code chooses is a tuning constant (bench/house.FACTS lists those it does not).
 MOST_TUNING_CONSTANTS = 60
 MOST_EVIDENCE_DEADLINES = 2
+#: The evidence travels as typed records (evidence/records.py, evidence/peakrecords.py); the
+#: few ``dict[str, Any]`` left hold a probe's options, the settings and pytest's own dicts.
+MOST_DICT_ANY = 10
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "_build" not in p.parts)
 
 
@@ -111,6 +115,11 @@ def test_tuning_constants_are_few_and_each_defined_once(house: ModuleType) -> No
     tuning = sorted(f"{c.module}:{c.name}" for c in found if c.name not in house.FACTS)
     assert len(tuning) <= MOST_TUNING_CONSTANTS, tuning
     assert [name for name, n in Counter(c.name for c in found).items() if n > 1] == []
+
+
+def test_records_are_typed(house: ModuleType) -> None:
+    found = {name_of(p): house.dict_any(p) for p in MODULES}
+    assert sum(found.values()) <= MOST_DICT_ANY, {k: n for k, n in found.items() if n}
 
 
 def test_the_evidence_has_one_deadline_table(house: ModuleType) -> None:
