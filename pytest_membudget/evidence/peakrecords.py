@@ -25,15 +25,13 @@ class _WatchedLine(TypedDict):
     bytes: int
 
 
-class WatchedLine(_WatchedLine, total=False):
-    """A line of the user's code the peak watch (measure/watch.py) saw run: the bytes RSS
-    rose while it ran, or, with ``threads``, the threads it started (``bytes`` is then that
-    count too). ``inner_*``: the frame beneath it (a library's) where that is another;
+class WatchKeys(TypedDict, total=False):
+    """What the peak watch (measure/watch.py) tells of a line it saw run: its function and
+    source text; ``inner_*``: the frame beneath it (a library's) where that is another;
     ``waiting``: the thread waited for others there; ``waited_*``: where the measured thread
-    waited while other threads ran this line (a pool's workers)."""
+    waited while other threads ran this line (a pool's workers); ``other_lines``: the
+    function's other lines that rose; ``threads``: the threads it started."""
 
-    file: str
-    line: int
     function: str
     code: str
     inner_file: str
@@ -46,6 +44,14 @@ class WatchedLine(_WatchedLine, total=False):
     threads: int
 
 
+class WatchedLine(_WatchedLine, WatchKeys, total=False):
+    """A line of the user's code the peak watch saw run: the bytes RSS rose while it ran,
+    or, with ``threads``, the threads it started (``bytes`` is then that count too)."""
+
+    file: str
+    line: int
+
+
 class _PeakLine(TypedDict):
     file: str
     line: int
@@ -53,7 +59,7 @@ class _PeakLine(TypedDict):
     source: str
 
 
-class PeakLine(_PeakLine, total=False):
+class PeakLine(_PeakLine, WatchKeys, total=False):
     """A line of the evidence at the peak (evidence/peak.py), by ``source``: "traced" (what
     tracemalloc saw alive at the traced peak: ``count`` blocks, ``retained`` bytes of them
     left at the call's end), "rose" (where the watch saw RSS rise: ``rose_bytes``, with the
@@ -73,16 +79,6 @@ class PeakLine(_PeakLine, total=False):
     via_line: int
     via_code: str
     in_threads: bool
-    code: str
-    function: str
-    inner_file: str
-    inner_line: int
-    inner_function: str
-    waiting: bool
-    waited_file: str
-    waited_line: int
-    other_lines: list[OtherLine]
-    threads: int
 
 
 class MoreLines(TypedDict):
