@@ -115,10 +115,6 @@ def type_counts(exclude: Sequence[object] = (), atoms: Atoms | None = None,
     return named(class_counts(exclude, atoms, fresh, large))
 
 
-#: The plugin's own types (its readings, its verdicts): never what a run or a rerun kept.
-OWN_TYPES = "pytest_membudget."
-
-
 def own_objects(records: Iterable[object]) -> list[object]:
     """The plugin's own objects, the one list every count of what a run or a rerun made
     leaves out (measure/own.py), with what they hold: the records its caller kept while it
@@ -139,7 +135,7 @@ def named(counts: Counter[type]) -> Counter[str]:
     for cls, count in counts.items():
         if cls not in _NUMBERS:
             name = type_name(cls)
-            if not name.startswith(OWN_TYPES):
+            if not name.startswith(_OWN + "."):
                 found[name] += count
     return found
 

@@ -94,9 +94,9 @@ def _key_of(mapping: Any, value: object) -> str | None:
     return None
 
 
-def clip(text: str) -> str:
-    """``text``, cut to NAME_WIDTH characters (ending in ``...``) where it is longer."""
-    return text if len(text) <= NAME_WIDTH else text[: NAME_WIDTH - 3] + "..."
+def clip(text: str, width: int = NAME_WIDTH) -> str:
+    """``text``, cut to ``width`` characters (ending in ``...``) where it is longer."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def label(above: object, obj: object) -> str:

@@ -147,7 +147,7 @@ def _line(site: tuple[str, int], size: int, count: int, via: tuple[str, int] | N
     if kept >= 0:  # -1: tracing stopped before the call returned, nothing to compare
         line["state"] = state(size, kept)
     if via is not None:
-        cast("dict[str, object]", line).update(via_file=via[0], via_line=via[1])
+        line["via_file"], line["via_line"] = via
     return line
 
 
@@ -231,16 +231,15 @@ def merge(traced: list[PeakLine], rose: list[WatchedLine],
                                    "rose_bytes": entry["bytes"],
                                    "source": "rose", "function": entry.get("function", "")}
             if entry.get("inner_file"):
-                cast("dict[str, object]", new).update(inner_file=entry["inner_file"],
-                                                     inner_line=entry["inner_line"])
+                new["inner_file"], new["inner_line"] = entry["inner_file"], entry["inner_line"]
             for key in ("waiting", "other_lines", "waited_file", "waited_line"):
                 if entry.get(key):
                     new[key] = entry[key]
             continue
         known["rose_bytes"] = entry["bytes"]
         if entry.get("waited_file"):
-            cast("dict[str, object]", known).update(waited_file=entry["waited_file"],
-                                                    waited_line=entry["waited_line"])
+            known["waited_file"] = entry["waited_file"]
+            known["waited_line"] = entry["waited_line"]
         beyond = min(max(entry["bytes"] - known["traced_bytes"], 0.0), untraced)
         known["bytes"] = known["traced_bytes"] + beyond
     return sorted(merged.values(), key=lambda entry: entry["bytes"], reverse=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pytest_membudget.catalog import PROBES
 from pytest_membudget.evidence.records import Explained
-from pytest_membudget.judge.explain import explains
+from pytest_membudget.vocabulary import most_of
 
 #: What a user can do about memory the allocator keeps free.
 FRAGMENTATION_REMEDIES = ("MALLOC_ARENA_MAX=2 in the environment, ctypes.CDLL('libc.so.6')"
@@ -35,7 +35,7 @@ def explain(failing: dict[str, float], traced: float | None,
     found: Explained = {"probe": probe, "slope": slope, "traced": traced,
                         "share": traced / slope}
     rest = slope - traced
-    if explains(traced, slope):
+    if most_of(traced, slope):
         found["rest"] = "python"
     elif PROBES[probe].native_in_use:
         found["rest"] = "native"
@@ -43,5 +43,5 @@ def explain(failing: dict[str, float], traced: float | None,
         found["rest"] = "unknown"
     else:
         found["native"] = native
-        found["rest"] = "native" if explains(native, rest) else "free"
+        found["rest"] = "native" if most_of(native, rest) else "free"
     return found

@@ -10,11 +10,6 @@ from pytest_membudget.judge.verdict import AMBIGUOUS, FAIL, Outcome, ProbeJudgem
 from pytest_membudget.vocabulary import BudgetKind, ProbeKind, most_of
 
 
-def explains(part: float, whole: float) -> bool:
-    """Whether ``part`` (bytes per call) explains ``whole``: it is MOST_OF it."""
-    return most_of(part, whole)
-
-
 def explained_by_failure(verdict: Verdict, slope: float) -> bool:
     """Whether growth of ``slope`` bytes per call that budgets blind to native memory did not
     see is the growth a budget already failed on: a failing count of Python objects (its
@@ -24,7 +19,7 @@ def explained_by_failure(verdict: Verdict, slope: float) -> bool:
     python_bytes = [name for name in failed if PROBES[name].blind_to_native
                     and PROBES[name].kind is ProbeKind.BYTES]
     if python_bytes:
-        return explains(max(failed[python_bytes[0]], 0.0), slope)
+        return most_of(max(failed[python_bytes[0]], 0.0), slope)
     return bool(failed)
 
 

@@ -4,8 +4,9 @@ the last, and lose most of their slope as they go; a native leak of a fixed size
 keeps its slope, one of random sizes keeps its mean. One rule, with one parameter per probe
 (catalog ``fill_keeps``), read by the auto policy when a failure is seen again and by the
 sweep's second look at a test its screen flagged on such a probe alone: what grew
-(``growing``), whether it is a fill probe alone (``filling``; the policy then judges it over
-one more doubling before it stands), and whether it slowed down (``slowing``, ``kept``).
+(``growing``), whether it is a fill probe alone (``filling``, ``alone``: the policy then
+judges it over one more doubling before it stands), and whether it slowed down (``slowing``,
+``kept``).
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ from typing import TYPE_CHECKING
 
 from pytest_membudget.catalog import PROBES
 
-if TYPE_CHECKING:  # judge.policy imports this module, the settings that: no numpy
+if TYPE_CHECKING:  # the settings import judge.policy, which imports this module: no numpy
     from pytest_membudget.judge.verdict import Verdict
 
 
 def filling(grew: Iterable[str]) -> bool:
     """Whether only probes whose growth may be a fill grew (catalog ``fill_keeps``); growth
-    of Python objects beside them (``growing``) is not a fill alone. A fill can keep its pace
-    over one doubling of the window and lose it over the next: a failure of fill probes
-    alone, seen again, is judged over one more doubling before it stands."""
+    of Python objects beside them (``growing``) is not a fill alone."""
     names = list(grew)
     return bool(names) and all(PROBES[name].fill_keeps > 0 for name in names)
+
+
+def alone(first: Mapping[str, float], now: Mapping[str, float]) -> bool:
+    """Whether a failure seen again (``now``) grew on fill probes alone, as when it was first
+    seen (``first``). A fill can keep its pace over one doubling of the window and lose it
+    over the next: such a failure is judged over one more doubling before it stands."""
+    return filling(first) and filling(now)
 
 
 def slowing(first: Mapping[str, float], now: Mapping[str, float], *,
@@ -35,7 +41,7 @@ def slowing(first: Mapping[str, float], now: Mapping[str, float], *,
     less than its ``fill_keeps`` of its first growth. Read over a few calls (the sweep's
     rounds of a screen's length, against tails of dozens of calls), the slack of the rule is
     twice as wide: the share kept must be under 1 - 2 (1 - fill_keeps)."""
-    return filling(first) and filling(now) and all(
+    return alone(first, now) and all(
         name in first and slope < kept(name, few_calls) * first[name]
         for name, slope in now.items())
 

@@ -201,14 +201,14 @@ class RunPolicy:
             if confirm_at is None:
                 confirm_at = self._capped(CONFIRM_GROWTH * measured)
                 return Checkpoint(confirm_at, confirm_at, failed=failing, failed_at=measured)
-            if fill.slowing(dict(checkpoint.failed), dict(failing)):
+            first, now = dict(checkpoint.failed), dict(failing)
+            if fill.slowing(first, now):
                 # Lost more of its slope than a leak does since it first failed: a fill
                 # slowing down. Judged again as the window grows; a failure then is
                 # confirmed afresh.
                 return Checkpoint(self._capped(math.ceil(measured * CHECKPOINT_GROWTH)))
-            if (fill.filling(dict(checkpoint.failed)) and fill.filling(dict(failing))
-                    and measured < CONFIRM_GROWTH ** 2 * checkpoint.failed_at):
-                # A fill alone is judged over one more doubling (judge.fill.filling).
+            if fill.alone(first, now) and measured < CONFIRM_GROWTH ** 2 * checkpoint.failed_at:
+                # A fill alone is judged over one more doubling (judge.fill.alone).
                 again = self._capped(CONFIRM_GROWTH * measured)
                 if again > measured:
                     return replace(checkpoint, at=again, confirm_at=again)

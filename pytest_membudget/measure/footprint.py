@@ -249,8 +249,7 @@ def _traced_rerun(m: Measurement, iteration: int, deadline: Deadline, rise: floa
         rerun = watch.stop()
     # How long the watch's thread went without a reading, against the call: whether C code
     # held the interpreter over the peak (the text says which).
-    cast("dict[str, object]", census).update(held=round(rerun.held, 3),
-                                             call_seconds=round(rerun.seconds, 3))
+    census["held"], census["call_seconds"] = round(rerun.held, 3), round(rerun.seconds, 3)
     # tracemalloc's bytes at the rerun's highest RSS (it started with the call): the Python
     # share of that moment, not of tracemalloc's own peak, which may come first (objects
     # freed before an array is made: the allocator keeps their memory). Only where the

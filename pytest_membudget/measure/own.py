@@ -11,8 +11,8 @@
   around its reading moves with the interpreter's free lists (a float freed to the float
   free list still counts as an allocated block) by a few blocks either way; the delta
   across the reading is left out of its rule instead (judge.screen.left_out);
-- **exclude**: the evidence's own records are left out of what it counts, by one list
-  (evidence/rerun.py).
+- **exclude**: the plugin's own objects are left out of every count of objects, by one list
+  (evidence/census.own_objects), and its own types by name.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class PhaseRow:
             self.verdict = ProbeVerdict.STOPPED
         elif result.failures and self.verdict is not ProbeVerdict.STOPPED:
             self.verdict = ProbeVerdict.FAIL
-        self.failures += [o.to_dict() for o in result.failures]
+        self.failures += [o.record() for o in result.failures]
 
     def to_dict(self) -> PhaseRecord:
         return {"name": self.name, "calls": self.calls, "rise": finite_or_none(self.rise),

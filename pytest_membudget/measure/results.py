@@ -48,11 +48,6 @@ class BudgetOutcome:
         return {"probe": self.probe, "kind": self.kind.value, "limit": finite_or_none(self.limit),
                 "status": self.status.value, "measured": finite_or_none(self.measured)}
 
-    def to_dict(self) -> OutcomeRecord:
-        """The record as a plain dict, for the phase rows (measure/phases.py), which keep it
-        so."""
-        return cast("OutcomeRecord", dict(self.record()))
-
 
 @dataclass(frozen=True)
 class Unsettled:

@@ -21,6 +21,7 @@ from pytest_membudget.evidence.records import SLIVER, SMALL_BYTES, SMALL_SHARE
 from pytest_membudget.evidence.share import FRAGMENTATION_REMEDIES
 from pytest_membudget.frames import source_line
 from pytest_membudget.render.units import fmt, short_path
+from pytest_membudget.vocabulary import most_of
 
 KIND_NAMES = {
     "python": "Python objects",
@@ -105,7 +106,7 @@ def remedies(found: Composition) -> list[str]:
         if kept >= SMALL_BYTES:
             advice.append(f"  {pool['name']} keeps {size(kept)} it freed: "
                           f"{pool['remedy']}")
-    if "allocator_free" in major and pooled.get("kept", 0) < kinds["allocator_free"] / 2:
+    if "allocator_free" in major and not most_of(pooled.get("kept", 0), kinds["allocator_free"]):
         advice.append(f"  free memory the allocators keep ({size(kinds['allocator_free'])}): "
                       f"fragmentation; try {FRAGMENTATION_REMEDIES}")
     if "other" in major:
@@ -307,10 +308,10 @@ def peak_lines(evidence: PeakEvidence) -> list[str]:
             lines.append(f"  tracemalloc's peak was {size(peak)} when its tracing was stopped, "
                          "before the call returned (it ran past its time): a part of the call, "
                          "from which nothing is concluded")
-        elif peak < 0.5 * float(found.get("rise") or 0.0):
+        elif not most_of(peak, float(found.get("rise") or 0.0)):
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}, under half the "
                          "rise: most of it was not Python objects")
-        elif "held" in census and census["held"] >= 0.5 * census.get("call_seconds", 0):
+        elif "held" in census and most_of(census["held"], census.get("call_seconds", 0)):
             lines.append(f"  tracemalloc's peak over the call was {size(peak)}; no copy of its "
                          f"traces was made near it (C code held the interpreter for "
                          f"{census['held']:.2f} s of the call's {census['call_seconds']:.2f} s)")

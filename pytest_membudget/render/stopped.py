@@ -38,7 +38,7 @@ def phase_lines(phases: list[PhaseRecord]) -> list[str]:
         kinds = found.get("kinds", {})
         major = ", ".join(KIND_NAMES.get(kind, kind) for kind in found.get("major", []))
         made_of = major or ("-" if not kinds else "peak missed" if found.get("missed") else
-                            KIND_NAMES.get(cast("str", found.get("dominant")), ""))
+                            KIND_NAMES.get(found.get("dominant") or "", ""))
         rows.append((phase["name"], str(phase.get("calls", 1)), size(phase.get("rise")),
                      size(phase.get("left")), made_of,
                      budgets_text(phase.get("budgets", [])), phase.get("verdict", "")))

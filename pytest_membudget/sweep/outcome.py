@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from pytest_membudget.catalog import PROBES
+from pytest_membudget.evidence.labels import clip
 from pytest_membudget.evidence.records import CacheInfo, GrowthEvidence, RetainingPath
 from pytest_membudget.judge.numbers import finite_or_none
 from pytest_membudget.measure.results import MembudgetResult
@@ -194,7 +195,7 @@ def describe(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     message = text[0] if text else ""
     line = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return line if len(line) <= 200 else line[:197] + "..."
+    return clip(line, 200)
 
 
 def leak_summary(result: MembudgetResult) -> LeakSummary:
