@@ -48,6 +48,10 @@ class BudgetOutcome:
         return {"probe": self.probe, "kind": self.kind.value, "limit": finite_or_none(self.limit),
                 "status": self.status.value, "measured": finite_or_none(self.measured)}
 
+    def to_dict(self) -> OutcomeRecord:
+        """The outcome as a plain dict, JSON-safe (public: ``pytest_membudget.BudgetOutcome``)."""
+        return self.record()
+
 
 @dataclass(frozen=True)
 class Unsettled:

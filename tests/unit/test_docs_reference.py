@@ -128,3 +128,9 @@ def test_the_api_page_names_every_budget_kind() -> None:
     kinds = re.search(r"`kind` \(([^)]*)\)", page)
     assert kinds, "docs/api.md: no list of outcome kinds"
     assert set(re.findall(r'`"?([a-z]+)"?`', kinds[1])) == {k.value for k in BudgetKind}
+
+
+def test_a_budget_outcome_gives_the_json_s_outcome_fields() -> None:
+    # The public class (pytest_membudget.BudgetOutcome) keeps its to_dict(), the JSON's record.
+    outcome = _result().probes["rss"].outcomes[0]
+    assert outcome.to_dict() == _result().to_dict()["probes"]["rss"]["outcomes"][0]
